@@ -1,0 +1,36 @@
+"""The suite's named checks. Importing this package registers every check in `REGISTRY`.
+
+One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completions`,
+`openai_common` (usage, logprobs), `errors_checks`, `responses_events`, `responses_body`,
+`anthropic_events`, `anthropic_body`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mlxcel_conformance.checks.registry import (
+    REGISTRY,
+    CheckSpec,
+    check,
+    fail,
+    get_check,
+    run_check,
+)
+
+CHECK_MODULES = (
+    "sse_checks",
+    "openai_common",
+    "openai_chat",
+    "openai_completions",
+    "errors_checks",
+    "responses_events",
+    "responses_body",
+    "anthropic_events",
+    "anthropic_body",
+)
+
+for _module in CHECK_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
+__all__ = ["REGISTRY", "CheckSpec", "check", "fail", "get_check", "run_check", "CHECK_MODULES"]

@@ -1,0 +1,145 @@
+"""Checks on error responses: the HTTP status, and the body shape of the OpenAI and Anthropic
+families. The shapes peers get wrong are named in the failure message: mlx-lm answers
+`{"error": "<string>"}`, FastAPI/vLLM-style servers `{"detail": ...}`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from mlxcel_conformance.checks.openai_common import is_int
+from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.errors import Severity
+
+# The error `type` the Anthropic API pairs with each status.
+ANTHROPIC_ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@check(
+    "error_status",
+    severity=Severity.HIGH,
+    description="the HTTP status is the specified one; never a 500 for client input",
+)
+def check_error_status(status: int, expected: int | Collection[int]) -> int:
+    allowed = {expected} if isinstance(expected, int) else set(expected)
+    if status == 500:
+        fail(
+            "error_status",
+            "HTTP 500 for a client error: the server crashed on input it should reject",
+            severity=Severity.CRITICAL,
+            status=status,
+            expected=sorted(allowed),
+        )
+    if status in allowed:
+        return status
+    if status == 422 and 400 in allowed:
+        message = "HTTP 422 (a framework's validation default) where the API specifies 400"
+    elif 200 <= status < 300:
+        message = f"HTTP {status}: the server accepted a request the API rejects"
+    else:
+        message = f"HTTP {status}, expected {' or '.join(map(str, sorted(allowed)))}"
+    fail("error_status", message, status=status, expected=sorted(allowed))
+
+
+def _decode(name: str, body: Any) -> Any:
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    if isinstance(body, str):
+        try:
+            return json.loads(body)
+        except ValueError:
+            fail(name, "the error body is not JSON", body=body)
+    return body
+
+
+def _wrong_envelope(name: str, body: Any, expected: str) -> None:
+    if not isinstance(body, Mapping):
+        fail(
+            name, f"the error body is a JSON {type(body).__name__}, expected {expected}", body=body
+        )
+    if isinstance(body.get("error"), str):
+        fail(name, f"`error` is a bare string (mlx-lm's shape), expected {expected}", body=body)
+    if "detail" in body and "error" not in body:
+        fail(name, f"FastAPI/vLLM-style {{'detail': ...}} body, expected {expected}", body=body)
+    if not isinstance(body.get("error"), Mapping):
+        fail(name, f"no `error` object, expected {expected}", body=body)
+
+
+_OPENAI_SHAPE = '{"error": {"message", "type", "param", "code"}}'
+
+
+@check(
+    "error_body_openai",
+    severity=Severity.HIGH,
+    description='OpenAI error body {"error": {"message": str, "type": str, "code": ...}}',
+)
+def check_error_body_openai(
+    body: Any, *, status: int | None = None, expected: int | Collection[int] | None = None
+) -> dict[str, Any]:
+    """Return the `error` object. With `status` and `expected`, the status is checked first."""
+    name = "error_body_openai"
+    if status is not None and expected is not None:
+        check_error_status(status, expected)
+    body = _decode(name, body)
+    _wrong_envelope(name, body, _OPENAI_SHAPE)
+    error = body["error"]
+    if not isinstance(error.get("message"), str) or not error["message"]:
+        fail(name, "error.message is not a non-empty string", body=body)
+    if not isinstance(error.get("type"), str):
+        fail(name, "error.type is not a string", body=body)
+    if "code" not in error:
+        fail(name, "error.code is missing (null is allowed)", severity=Severity.MEDIUM, body=body)
+    code = error["code"]
+    if code is not None and not isinstance(code, str) and not is_int(code):
+        fail(name, "error.code is not a string, integer or null", body=body)
+    if error.get("param") is not None and not isinstance(error["param"], str):
+        fail(name, "error.param is not a string or null", severity=Severity.LOW, body=body)
+    return dict(error)
+
+
+_ANTHROPIC_SHAPE = '{"type": "error", "error": {"type", "message"}}'
+
+
+@check(
+    "error_body_anthropic",
+    severity=Severity.HIGH,
+    description='Anthropic error body {"type": "error", "error": {"type": str, "message": str}}',
+)
+def check_error_body_anthropic(
+    body: Any, *, status: int | None = None, expected: int | Collection[int] | None = None
+) -> dict[str, Any]:
+    """Return the `error` object. With `status`, its error type is matched against it."""
+    name = "error_body_anthropic"
+    if status is not None and expected is not None:
+        check_error_status(status, expected)
+    body = _decode(name, body)
+    _wrong_envelope(name, body, _ANTHROPIC_SHAPE)
+    if body.get("type") != "error":
+        fail(name, f"type is {body.get('type')!r}, not 'error'", body=body)
+    error = body["error"]
+    if not isinstance(error.get("type"), str) or not error["type"]:
+        fail(name, "error.type is not a non-empty string", body=body)
+    if not isinstance(error.get("message"), str):
+        fail(name, "error.message is not a string", body=body)
+    if "request_id" in body and not isinstance(body["request_id"], (str, type(None))):
+        fail(name, "request_id is not a string", severity=Severity.LOW, body=body)
+    wanted = ANTHROPIC_ERROR_TYPES.get(status) if status is not None else None
+    if wanted is not None and error["type"] != wanted:
+        fail(
+            name,
+            f"HTTP {status} carries error.type {error['type']!r}; the API pairs it with {wanted!r}",
+            severity=Severity.MEDIUM,
+            body=body,
+        )
+    return dict(error)

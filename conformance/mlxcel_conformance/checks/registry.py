@@ -1,0 +1,62 @@
+"""The registry of named checks: one spec property per check, found by name.
+
+A check is a plain function decorated with `@check(name, severity=..., description=...)`. It
+returns useful parsed data when the property holds and raises `ConformanceFailure` (through
+`fail`) carrying its own name when it does not. Tests call the functions directly or by name
+through `run_check`; the report lists failures by check name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+from mlxcel_conformance.errors import ConformanceFailure, SetupError, Severity
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    severity: Severity
+    description: str
+    func: Callable[..., Any]
+
+
+REGISTRY: dict[str, CheckSpec] = {}
+
+
+def check(
+    name: str, *, severity: Severity = Severity.HIGH, description: str = ""
+) -> Callable[[F], F]:
+    """Register the decorated function as the check `name`; the function is returned unchanged."""
+
+    def register(func: F) -> F:
+        if name in REGISTRY and REGISTRY[name].func is not func:
+            raise ValueError(f"check {name!r} registered twice")
+        doc = description or (func.__doc__ or "").strip().split("\n")[0]
+        REGISTRY[name] = CheckSpec(name=name, severity=severity, description=doc, func=func)
+        return func
+
+    return register
+
+
+def get_check(name: str) -> CheckSpec:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise SetupError(f"unknown check {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+
+
+def run_check(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Run a registered check by name."""
+    return get_check(name).func(*args, **kwargs)
+
+
+def fail(name: str, message: str, *, severity: Severity | None = None, **evidence: Any) -> NoReturn:
+    """Raise the failure of check `name`, with its registered severity unless overridden."""
+    spec = REGISTRY.get(name)
+    default = spec.severity if spec is not None else Severity.HIGH
+    raise ConformanceFailure(name, message, severity or default, evidence)

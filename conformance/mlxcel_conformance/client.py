@@ -1,0 +1,83 @@
+"""The suite's HTTP client: plain JSON calls and whole SSE streams, with bounded time."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .errors import Severity
+from .checks.registry import check, fail
+from .target import Target
+
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+
+
+@dataclass
+class StreamResult:
+    status: int
+    headers: httpx.Headers
+    text: str
+
+
+class SuiteClient:
+    """Thin wrapper over ``httpx.Client`` bound to the target (auth header included)."""
+
+    def __init__(self, target: Target, timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> None:
+        self.target = target
+        self.http = httpx.Client(
+            base_url=target.base_url, headers=target.auth_headers, timeout=timeout
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.http.get(path, **kwargs)
+
+    def post(self, path: str, payload: Any = None, **kwargs: Any) -> httpx.Response:
+        if payload is not None:
+            kwargs["json"] = payload
+        return self.http.post(path, **kwargs)
+
+    def post_raw(self, path: str, content: bytes, content_type: str = "application/json",
+                 **kwargs: Any) -> httpx.Response:
+        headers = {"Content-Type": content_type, **kwargs.pop("headers", {})}
+        return self.http.post(path, content=content, headers=headers, **kwargs)
+
+    def stream(self, path: str, payload: Any) -> StreamResult:
+        with self.http.stream("POST", path, json=payload) as response:
+            text = response.read().decode("utf-8", errors="replace")
+            return StreamResult(response.status_code, response.headers, text)
+
+    def model_for_requests(self) -> str:
+        """The ``model`` field to send: --model, else the first id from /v1/models, else a name."""
+        if self.target.model:
+            return self.target.model
+        try:
+            data = self.get("/v1/models").json()
+            self.target.model = str(data["data"][0]["id"])
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+            self.target.model = "default"
+        return self.target.model
+
+
+@check("json_body", severity=Severity.HIGH, description="A JSON response body parses as JSON")
+def json_body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        fail("json_body", f"response body is not JSON: {exc}",
+             status=response.status_code, body=response.text[:2000],
+             content_type=response.headers.get("content-type"))
+
+
+@check("http_status", severity=Severity.HIGH, description="The response has the expected status")
+def expect_status(response: httpx.Response | StreamResult, *expected: int) -> None:
+    status = response.status_code if isinstance(response, httpx.Response) else response.status
+    if status not in expected:
+        body = response.text[:2000]
+        fail("http_status", f"expected HTTP {' or '.join(map(str, expected))}, got {status}",
+             status=status, body=body)

@@ -1,0 +1,155 @@
+"""Request flows the tests share: build a request, send it, run the checks every response of
+that kind must pass, and hand back the parsed result for feature-specific checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from . import spec
+from .checks.openai_chat import (
+    check_chat_chunk_object,
+    check_chat_chunk_order,
+    check_chat_completion_body,
+    check_chat_first_chunk_role,
+)
+from .checks.openai_completions import check_completion_body, check_completion_chunk_order
+from .checks.registry import check, fail
+from .checks.sse_checks import check_done_terminator, check_sse_framing
+from .client import StreamResult, SuiteClient, expect_status, json_body
+from .errors import Severity
+from .sse import parse_sse
+
+CHAT_PATH = "/v1/chat/completions"
+COMPLETIONS_PATH = "/v1/completions"
+
+
+def chat_payload(model: str, content: str = "Say hello.", **fields: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": 16,
+        "temperature": 0,
+    }
+    payload.update(fields)
+    return payload
+
+
+def completion_payload(model: str, prompt: Any = "The capital of France is",
+                       **fields: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {"model": model, "prompt": prompt, "max_tokens": 16,
+                               "temperature": 0}
+    payload.update(fields)
+    return payload
+
+
+@check("schema_conformance", severity=Severity.HIGH,
+       description="A response body (or SSE event) matches its schema in openapi/")
+def check_schema(method: str, path: str, status: int, body: Any) -> None:
+    errors = spec.validate_json(method, path, status, body)
+    if errors:
+        fail("schema_conformance", f"{method} {path} {status}: {errors[0]}",
+             errors=errors[:5], body=body)
+
+
+def check_schema_events(method: str, path: str, result: StreamResult) -> None:
+    for index, event in enumerate(parse_sse(result.text).events):
+        errors = spec.validate_sse_event(method, path, event.data)
+        if errors:
+            fail("schema_conformance", f"{method} {path} event {index}: {errors[0]}",
+                 errors=errors[:5], data=event.data)
+
+
+@check("sse_content_type", severity=Severity.HIGH,
+       description="A stream is served as text/event-stream")
+def check_sse_content_type(result: StreamResult) -> None:
+    content_type = result.headers.get("content-type", "")
+    if not content_type.startswith("text/event-stream"):
+        fail("sse_content_type", f"stream served as {content_type!r}",
+             content_type=content_type)
+
+
+@dataclass
+class OpenAIStream:
+    result: StreamResult
+    chunks: list[dict[str, Any]]
+
+    @property
+    def content(self) -> str:
+        return "".join(
+            (c.get("delta") or {}).get("content") or c.get("text") or ""
+            for chunk in self.chunks
+            for c in chunk.get("choices") or []
+        )
+
+    def finish_reasons(self) -> list[str]:
+        return [
+            c["finish_reason"]
+            for chunk in self.chunks
+            for c in chunk.get("choices") or []
+            if c.get("finish_reason")
+        ]
+
+    def usage(self) -> dict[str, Any] | None:
+        for chunk in reversed(self.chunks):
+            if chunk.get("usage"):
+                usage: dict[str, Any] = chunk["usage"]
+                return usage
+        return None
+
+
+def openai_stream(client: SuiteClient, path: str, payload: dict[str, Any]) -> OpenAIStream:
+    """Send a streaming request and run the framing checks shared by chat and completions."""
+    result = client.stream(path, payload)
+    expect_status(result, 200)
+    check_sse_content_type(result)
+    chunks = check_sse_framing(result.text)
+    check_done_terminator(result.text)
+    check_schema_events("POST", path, result)
+    return OpenAIStream(result, chunks)
+
+
+def chat_stream(client: SuiteClient, payload: dict[str, Any]) -> OpenAIStream:
+    stream = openai_stream(client, CHAT_PATH, {**payload, "stream": True})
+    content_chunks = [c for c in stream.chunks if c.get("choices")]
+    check_chat_chunk_object(content_chunks)
+    check_chat_first_chunk_role(content_chunks)
+    check_chat_chunk_order(content_chunks)
+    return stream
+
+
+def completion_stream(client: SuiteClient, payload: dict[str, Any]) -> OpenAIStream:
+    stream = openai_stream(client, COMPLETIONS_PATH, {**payload, "stream": True})
+    check_completion_chunk_order([c for c in stream.chunks if c.get("choices")])
+    return stream
+
+
+def chat_json(client: SuiteClient, payload: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(CHAT_PATH, payload)
+    expect_status(response, 200)
+    body: dict[str, Any] = json_body(response)
+    check_chat_completion_body(body)
+    check_schema("POST", CHAT_PATH, 200, body)
+    return body
+
+
+def completion_json(client: SuiteClient, payload: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(COMPLETIONS_PATH, payload)
+    expect_status(response, 200)
+    body: dict[str, Any] = json_body(response)
+    check_completion_body(body)
+    check_schema("POST", COMPLETIONS_PATH, 200, body)
+    return body
+
+
+def message_content(body: dict[str, Any]) -> str:
+    return str(body["choices"][0]["message"].get("content") or "")
+
+
+def response_of(response: httpx.Response) -> tuple[int, Any]:
+    try:
+        return response.status_code, response.json()
+    except ValueError:
+        return response.status_code, response.text

@@ -1,0 +1,181 @@
+"""The pytest plugin that turns the suite's tests into a conformance run against one target.
+
+Options pick the target (``--base-url`` or a self-started reference server), the profile and
+the report directory. Each test carries ``@pytest.mark.conformance(family=..., feature=...)``;
+a family outside the profile is recorded UNSUPPORTED and not run. Outcomes become report
+records: ``ConformanceFailure`` -> FAIL with its check and evidence, ``SetupError`` -> ERROR.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .errors import ConformanceFailure, SetupError
+from .profiles import Profile, get_profile
+from .report import Record, Report, Verdict
+from .client import SuiteClient
+from .target import ReferenceServer, Target
+
+_REPORT_KEY = pytest.StashKey[Report]()
+_PROFILE_KEY = pytest.StashKey[Profile]()
+_TARGET_KEY = pytest.StashKey[Target]()
+
+# Exceptions that mean the server under test misbehaved at the transport or SDK level.
+_SERVER_FAULTS: tuple[type[BaseException], ...] = (httpx.TransportError, AssertionError)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mlxcel-conformance")
+    group.addoption("--base-url", default=None,
+                    help="server under test; without it the reference server is started here")
+    group.addoption("--api-key", default=None, help="API key for the server under test")
+    group.addoption("--model", default=None, help="model name to send (default: /v1/models[0])")
+    group.addoption("--profile", default=None,
+                    help="families the target claims: mlxcel, mlx-lm, llama-server, openai")
+    group.addoption("--report", default=None, help="directory for conformance.json/.md")
+    group.addoption("--goldens", default="auto", choices=["auto", "exact", "shape"],
+                    help="golden replay mode (auto: exact for the self-started server)")
+    group.addoption("--server-model", default=None,
+                    help="model for the self-started reference server (default: bundled)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "conformance(family, feature): a conformance test of one feature of a family"
+    )
+    base_url = config.getoption("--base-url")
+    profile_name = config.getoption("--profile") or "mlxcel"
+    config.stash[_PROFILE_KEY] = get_profile(profile_name)
+    config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile_name)
+
+
+@pytest.fixture(scope="session")
+def target(pytestconfig: pytest.Config) -> Iterator[Target]:
+    base_url = pytestconfig.getoption("--base-url")
+    if base_url:
+        tgt = Target(base_url.rstrip("/"), pytestconfig.getoption("--api-key"),
+                     pytestconfig.getoption("--model"))
+        pytestconfig.stash[_TARGET_KEY] = tgt
+        yield tgt
+        return
+    server = ReferenceServer(model=pytestconfig.getoption("--server-model"))
+    tgt = server.start()
+    tgt.model = pytestconfig.getoption("--model")
+    pytestconfig.stash[_REPORT_KEY].target = tgt.base_url
+    pytestconfig.stash[_TARGET_KEY] = tgt
+    try:
+        yield tgt
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def client(target: Target) -> Iterator[SuiteClient]:
+    suite_client = SuiteClient(target)
+    try:
+        yield suite_client
+    finally:
+        suite_client.close()
+
+
+@pytest.fixture(scope="session")
+def model_name(client: SuiteClient) -> str:
+    return client.model_for_requests()
+
+
+@pytest.fixture(scope="session")
+def golden_mode(pytestconfig: pytest.Config, target: Target) -> str:
+    mode = str(pytestconfig.getoption("--goldens"))
+    if mode == "auto":
+        return "exact" if target.self_started else "shape"
+    return mode
+
+
+@pytest.fixture(scope="session")
+def profile(pytestconfig: pytest.Config) -> Profile:
+    return pytestconfig.stash[_PROFILE_KEY]
+
+
+def _marker(item: pytest.Item) -> tuple[str, str] | None:
+    mark = item.get_closest_marker("conformance")
+    if mark is None:
+        return None
+    family = str(mark.kwargs.get("family", "misc"))
+    feature = str(mark.kwargs.get("feature", item.name))
+    return family, feature
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    found = _marker(item)
+    if found is None:
+        return
+    profile = item.config.stash[_PROFILE_KEY]
+    if not profile.claims(found[0]):
+        pytest.skip(f"UNSUPPORTED: profile {profile.name} does not claim family {found[0]}")
+
+
+def _classify(excinfo: pytest.ExceptionInfo[BaseException]) -> Record:
+    exc = excinfo.value
+    if isinstance(exc, ConformanceFailure):
+        return Record(family="", feature="", verdict=Verdict.FAIL, checks=[exc.check],
+                      severity=exc.severity.value, message=exc.message,
+                      evidence=dict(exc.evidence), duration_s=0.0)
+    if isinstance(exc, SetupError):
+        return Record(family="", feature="", verdict=Verdict.ERROR, checks=[], severity=None,
+                      message=str(exc), evidence={}, duration_s=0.0)
+    kind = type(exc).__name__
+    server_fault = isinstance(exc, _SERVER_FAULTS) or type(exc).__module__.startswith(
+        ("openai", "anthropic")
+    )
+    return Record(family="", feature="", verdict=Verdict.FAIL if server_fault else Verdict.ERROR,
+                  checks=[kind], severity="high" if server_fault else None,
+                  message=f"{kind}: {exc}"[:2000], evidence={}, duration_s=0.0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+    outcome = yield
+    rep: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    found = _marker(item)
+    if found is None:
+        return
+    family, feature = found
+    if rep.skipped:
+        reason = str(rep.longrepr[2]) if isinstance(rep.longrepr, tuple) else ""
+        if "UNSUPPORTED" in reason:
+            message = reason.split("UNSUPPORTED:", 1)[-1].strip()
+            item.config.stash[_REPORT_KEY].add(
+                Record(family=family, feature=feature, verdict=Verdict.UNSUPPORTED, checks=[],
+                       severity=None, message=message, evidence={}, duration_s=0.0)
+            )
+        return
+    if rep.when == "call" or (rep.when == "setup" and rep.failed):
+        if rep.passed:
+            record = Record(family=family, feature=feature, verdict=Verdict.PASS,
+                            checks=list(getattr(item, "mlxcel_checks", [])), severity=None,
+                            message="", evidence={}, duration_s=rep.duration)
+        else:
+            assert call.excinfo is not None
+            record = _classify(call.excinfo)
+            record.family, record.feature, record.duration_s = family, feature, rep.duration
+        item.config.stash[_REPORT_KEY].add(record)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _REPORT_KEY not in config.stash:
+        return
+    report = config.stash[_REPORT_KEY]
+    if not report.records:
+        return
+    report.finished = time.time()
+    report_dir = config.getoption("--report")
+    if report_dir:
+        report.write(Path(report_dir))
+        terminalreporter.write_line(f"report written to {report_dir}/conformance.{{json,md}}")
+    terminalreporter.write_line(report.summary_line())

@@ -1,0 +1,93 @@
+"""Target profiles: which API families a server claims. A family outside the profile is
+reported UNSUPPORTED, never FAIL.
+
+Decisions recorded here:
+- `schema` (the whole mlxcel OpenAPI spec fuzzed with schemathesis) is claimed only by `mlxcel`:
+  on a peer, routes it never offered would surface as failures instead of unsupported families.
+- `mlx-lm` claims what `mlx_lm.server` serves: chat, completions, models, health, and the OpenAI
+  SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
+- `llama-server` serves /v1/responses and /v1/messages nowadays, so it claims both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mlxcel_conformance.errors import SetupError
+
+FAMILIES: tuple[str, ...] = (
+    "chat",
+    "completions",
+    "models",
+    "health",
+    "tokenize",
+    "auth",
+    "responses",
+    "anthropic",
+    "llama-native",
+    "embeddings",
+    "schema",
+    "sdk-openai",
+    "sdk-anthropic",
+)
+
+
+def _validate(families: Iterable[str]) -> frozenset[str]:
+    chosen = frozenset(families)
+    unknown = sorted(chosen - set(FAMILIES))
+    if unknown:
+        raise SetupError(f"unknown API family {unknown}; known: {', '.join(FAMILIES)}")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    families: frozenset[str]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        _validate(self.families)
+
+    def claims(self, family: str) -> bool:
+        """Whether the target claims `family`; an unknown family name is a suite bug."""
+        _validate([family])
+        return family in self.families
+
+
+PROFILES: dict[str, Profile] = {
+    profile.name: profile
+    for profile in (
+        Profile("mlxcel", frozenset(FAMILIES), "the reference server: every family"),
+        Profile(
+            "mlx-lm",
+            frozenset({"chat", "completions", "models", "health", "sdk-openai"}),
+            "mlx_lm.server",
+        ),
+        Profile(
+            "llama-server",
+            frozenset(FAMILIES) - {"schema"},
+            "llama.cpp's llama-server",
+        ),
+        Profile(
+            "openai",
+            frozenset({"chat", "completions", "models", "responses", "sdk-openai", "auth"}),
+            "api.openai.com",
+        ),
+    )
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise SetupError(
+            f"unknown profile {name!r}; choose one of {', '.join(sorted(PROFILES))}"
+        ) from None
+
+
+def custom_profile(families: Iterable[str], name: str = "custom") -> Profile:
+    """A profile from an explicit family list, e.g. `--families chat,models`."""
+    return Profile(name, _validate(families), "families chosen on the command line")

@@ -1,0 +1,232 @@
+"""The run's report: one merged record per feature, written as `conformance.json` (for machines)
+and `conformance.md` (the human matrix), plus the one summary line printed at the end.
+
+Merging: several tests may contribute to one (family, feature). FAIL wins over ERROR, ERROR over
+PASS, PASS over UNSUPPORTED: a feature is UNSUPPORTED only when nothing about it ran.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mlxcel_conformance.errors import ConformanceFailure, Severity, clip_evidence
+from mlxcel_conformance.profiles import FAMILIES
+
+JSON_NAME = "conformance.json"
+MARKDOWN_NAME = "conformance.md"
+_CELL_LIMIT = 300
+
+
+class Verdict(str, enum.Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    UNSUPPORTED = "UNSUPPORTED"
+    ERROR = "ERROR"  # the suite's own setup failed; says nothing about the server
+
+
+_PRECEDENCE = {Verdict.UNSUPPORTED: 0, Verdict.PASS: 1, Verdict.ERROR: 2, Verdict.FAIL: 3}
+_SEVERITY_RANK = {s.value: rank for rank, s in enumerate(reversed(list(Severity)))}
+
+
+@dataclass
+class Record:
+    family: str
+    feature: str
+    verdict: Verdict
+    checks: list[str] = field(default_factory=list)
+    severity: str | None = None
+    message: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    @classmethod
+    def from_failure(
+        cls,
+        family: str,
+        feature: str,
+        failure: ConformanceFailure,
+        *,
+        checks: list[str] | None = None,
+        duration_s: float = 0.0,
+    ) -> Record:
+        names = list(checks or [])
+        if failure.check not in names:
+            names.append(failure.check)
+        return cls(
+            family=family,
+            feature=feature,
+            verdict=Verdict.FAIL,
+            checks=names,
+            severity=failure.severity.value,
+            message=str(failure),
+            evidence=failure.evidence,
+            duration_s=duration_s,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "feature": self.feature,
+            "verdict": self.verdict.value,
+            "checks": list(self.checks),
+            "severity": self.severity,
+            "message": self.message,
+            "evidence": clip_evidence(self.evidence),
+            "duration_s": round(self.duration_s, 3),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        return cls(**{**data, "verdict": Verdict(data["verdict"])})
+
+
+def merge_records(first: Record, second: Record) -> Record:
+    """Combine two records of the same feature."""
+    winner = max(first, second, key=lambda record: _PRECEDENCE[record.verdict])
+    verdict = winner.verdict
+    same = [record for record in (first, second) if record.verdict is verdict]
+    messages = list(dict.fromkeys(r.message for r in same if r.message))
+    severities = [r.severity for r in same if r.severity is not None]
+    return replace(
+        first,
+        verdict=verdict,
+        checks=list(dict.fromkeys(first.checks + second.checks)),
+        severity=max(severities, key=lambda s: _SEVERITY_RANK.get(s, -1)) if severities else None,
+        message="; ".join(messages),
+        evidence=next((r.evidence for r in same if r.evidence), {}),
+        duration_s=first.duration_s + second.duration_s,
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _family_key(family: str) -> tuple[int, str]:
+    return (FAMILIES.index(family) if family in FAMILIES else len(FAMILIES), family)
+
+
+def _cell(text: str) -> str:
+    if len(text) > _CELL_LIMIT:
+        text = text[:_CELL_LIMIT] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+@dataclass
+class Report:
+    target: str
+    profile: str
+    started: datetime = field(default_factory=_now)
+    finished: datetime | None = None
+    _by_feature: dict[tuple[str, str], Record] = field(default_factory=dict, repr=False)
+
+    def add(self, record: Record) -> Record:
+        """Add a test's record, merged with earlier ones for the same feature."""
+        key = (record.family, record.feature)
+        earlier = self._by_feature.get(key)
+        merged = record if earlier is None else merge_records(earlier, record)
+        self._by_feature[key] = merged
+        return merged
+
+    def finish(self, when: datetime | None = None) -> None:
+        self.finished = when or _now()
+
+    @property
+    def records(self) -> list[Record]:
+        """Merged records, families in the canonical order, features in arrival order."""
+        return sorted(self._by_feature.values(), key=lambda r: _family_key(r.family))
+
+    @property
+    def duration_s(self) -> float:
+        return ((self.finished or _now()) - self.started).total_seconds()
+
+    def counts(self) -> dict[Verdict, int]:
+        totals = dict.fromkeys(Verdict, 0)
+        for record in self._by_feature.values():
+            totals[record.verdict] += 1
+        return totals
+
+    def family_counts(self) -> dict[str, dict[str, int]]:
+        table: dict[str, dict[str, int]] = {}
+        for record in self.records:
+            row = table.setdefault(record.family, {v.value: 0 for v in Verdict})
+            row[record.verdict.value] += 1
+        return table
+
+    def summary_line(self) -> str:
+        counts = ", ".join(f"{n} {verdict.value}" for verdict, n in self.counts().items())
+        return (
+            f"mlxcel-conformance: {counts} "
+            f"(profile {self.profile}, target {self.target}, {self.duration_s:.1f} s)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "profile": self.profile,
+            "started": self.started.isoformat(),
+            "finished": self.finished.isoformat() if self.finished else None,
+            "duration_s": round(self.duration_s, 3),
+            "summary": {
+                "line": self.summary_line(),
+                "counts": {v.value: n for v, n in self.counts().items()},
+            },
+            "families": self.family_counts(),
+            "records": [record.to_dict() for record in self.records],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        report = cls(
+            target=data["target"],
+            profile=data["profile"],
+            started=datetime.fromisoformat(data["started"]),
+            finished=datetime.fromisoformat(data["finished"]) if data.get("finished") else None,
+        )
+        for record in data.get("records", []):
+            report.add(Record.from_dict(record))
+        return report
+
+    def to_markdown(self) -> str:
+        verdicts = [v.value for v in Verdict]
+        lines = [
+            "# Conformance report",
+            "",
+            f"`{self.summary_line()}`",
+            "",
+            "| family | " + " | ".join(verdicts) + " |",
+            "|---|" + "---:|" * len(verdicts),
+        ]
+        for family, row in self.family_counts().items():
+            lines.append(f"| {family} | " + " | ".join(str(row[v]) for v in verdicts) + " |")
+        current = None
+        for record in self.records:
+            if record.family != current:
+                current = record.family
+                lines += ["", f"## {current}", "", "| feature | verdict | checks | message |"]
+                lines.append("|---|---|---|---|")
+            verdict = record.verdict.value
+            if record.severity:
+                verdict += f" ({record.severity})"
+            checks = ", ".join(f"`{name}`" for name in record.checks)
+            lines.append(
+                f"| {_cell(record.feature)} | {verdict} | {checks} | {_cell(record.message)} |"
+            )
+        return "\n".join(lines) + "\n"
+
+    def write(self, directory: str | Path) -> tuple[Path, Path]:
+        """Write `conformance.json` and `conformance.md` into `directory` (created if needed)."""
+        folder = Path(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        json_path, markdown_path = folder / JSON_NAME, folder / MARKDOWN_NAME
+        json_path.write_text(self.to_json(), encoding="utf-8")
+        markdown_path.write_text(self.to_markdown(), encoding="utf-8")
+        return json_path, markdown_path

@@ -1,0 +1,118 @@
+"""The server under test: a URL given by the user, or the reference server started here.
+
+Starting the reference server follows vLLM's ``RemoteOpenAIServer`` habit: a free port, poll
+``/health`` until ready, and fail fast (``SetupError``) if the process exits first.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from .errors import SetupError
+
+SELF_STARTED_API_KEY = "mlxcel-conformance-key"
+
+
+@dataclass
+class Target:
+    """Where the suite sends requests and what it knows about that server."""
+
+    base_url: str
+    api_key: str | None = None
+    model: str | None = None
+    self_started: bool = False
+    log_path: Path | None = None
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def log_tail(self, lines: int = 40) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class ReferenceServer:
+    """``mlxcel-server`` in a subprocess on a free port."""
+
+    model: str | None = None
+    api_key: str | None = SELF_STARTED_API_KEY
+    extra_args: Sequence[str] = ()
+    startup_timeout: float = 120.0
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "mlxcel", "--host", "127.0.0.1", "--port", str(self.port)]
+        if self.model:
+            cmd += ["--model", self.model]
+        if self.api_key:
+            cmd += ["--api-key", self.api_key]
+        return cmd + list(self.extra_args)
+
+    def start(self) -> Target:
+        fd, name = tempfile.mkstemp(prefix="mlxcel-server-", suffix=".log")
+        os.close(fd)
+        self.log_path = Path(name)
+        log = self.log_path.open("wb")
+        try:
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        except OSError as exc:
+            raise SetupError(f"could not start the reference server: {exc}") from exc
+        finally:
+            log.close()
+        self._wait_healthy()
+        return Target(self.base_url, self.api_key, None, True, self.log_path)
+
+    def _wait_healthy(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                tail = self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
+                raise SetupError(f"reference server exited with code {code}:\n{tail}")
+            try:
+                if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise SetupError(f"reference server not healthy within {self.startup_timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)

@@ -1,0 +1,1 @@
+"""The conformance tests: each checks one feature of one API family against the target."""

@@ -1,0 +1,31 @@
+"""GET /v1/models, GET /health and GET /."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.client import SuiteClient, expect_status, json_body
+from mlxcel_conformance.flows import check_schema
+
+
+@pytest.mark.conformance(family="models", feature="models.list")
+def test_models_list(client: SuiteClient) -> None:
+    response = client.get("/v1/models")
+    expect_status(response, 200)
+    body = json_body(response)
+    check_schema("GET", "/v1/models", 200, body)
+    if not body.get("data"):
+        fail("models_list", "/v1/models lists no model", body=body)
+
+
+@pytest.mark.conformance(family="health", feature="health.ready")
+@pytest.mark.parametrize("path", ["/health", "/"])
+def test_health_ready(client: SuiteClient, path: str) -> None:
+    response = client.http.get(path, headers={"Authorization": ""})
+    expect_status(response, 200, 503)
+    body = json_body(response)
+    check_schema("GET", path, response.status_code, body)
+    if response.status_code == 503 and body.get("status") != "no slot available":
+        fail("health_ready", "a loaded server reports 503 without 'no slot available'",
+             body=body)

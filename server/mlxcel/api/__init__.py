@@ -1,0 +1,1 @@
+"""HTTP adapters: routes, auth and status codes; one module per API family."""

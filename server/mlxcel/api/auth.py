@@ -1,0 +1,47 @@
+"""API-key check for every route except GET /health and GET / (a pure ASGI middleware, so
+streaming responses pass through untouched)."""
+
+from __future__ import annotations
+
+import hmac
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import AuthenticationError, MissingApiKey, MlxcelError
+from .handlers import error_response
+
+EXEMPT_PATHS = frozenset({"/health", "/"})
+
+
+def presented_key(authorization: str | None) -> str | None:
+    """``Bearer KEY`` or the raw key, as the reference accepts both."""
+    if not authorization:
+        return None
+    value = authorization.strip()
+    if value.lower().startswith("bearer "):
+        value = value[7:].strip()
+    return value or None
+
+
+class ApiKeyMiddleware:
+    def __init__(self, app: ASGIApp, api_key: str) -> None:
+        self.app = app
+        self._key = api_key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        raw = headers.get(b"authorization")
+        key = presented_key(raw.decode("latin-1") if raw else None)
+        error: MlxcelError | None = None
+        if key is None:
+            error = MissingApiKey("Missing API key: send it as 'Authorization: Bearer <key>'.")
+        elif not hmac.compare_digest(key.encode(), self._key):
+            error = AuthenticationError("Invalid API key.")
+        if error is None:
+            await self.app(scope, receive, send)
+            return
+        response = error_response(error, scope["path"])
+        await response(scope, receive, send)

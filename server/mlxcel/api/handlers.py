@@ -1,0 +1,59 @@
+"""The one place errors become HTTP responses."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import InvalidRequestError, MethodNotAllowed, MlxcelError, RouteNotFound, ServerError
+
+log = logging.getLogger("mlxcel.api")
+
+
+def error_response(error: MlxcelError, path: str = "") -> JSONResponse:
+    # ``path`` lets a family (e.g. Anthropic's /v1/messages) choose its own error shape.
+    return JSONResponse(error.to_openai(), status_code=error.status)
+
+
+async def _on_mlxcel_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MlxcelError)
+    return error_response(exc, request.url.path)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    where = f"{request.method} {request.url.path}"
+    error: MlxcelError
+    if exc.status_code == 404:
+        error = RouteNotFound(f"Invalid URL ({where})")
+    elif exc.status_code == 405:
+        error = MethodNotAllowed(f"Method not allowed ({where})")
+    elif exc.status_code < 500:
+        error = InvalidRequestError(str(exc.detail))
+        error.status = exc.status_code
+    else:
+        error = ServerError(str(exc.detail))
+    response = error_response(error, request.url.path)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    return error_response(InvalidRequestError(f"Invalid request: {exc}"), request.url.path)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(ServerError("Internal server error."), request.url.path)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(MlxcelError, _on_mlxcel_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_exception)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(Exception, _on_unexpected)

@@ -1,0 +1,48 @@
+"""GET /health and GET /: liveness, loading state, batch and observability counters."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from .state import AppState, app_state
+
+router = APIRouter()
+
+
+def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
+    engine = state.engine
+    if engine.state != "ready" or engine.model is None:
+        return 503, {"status": "loading model"}
+    stats = engine.stats
+    max_batch = engine.max_batch_size
+    busy = stats.active_sequences >= max_batch
+    counters = asdict(stats)
+    active = counters.pop("active_sequences")
+    body = {
+        "status": "no slot available" if busy else "ok",
+        "model": state.model_name,
+        "batch": {
+            "active_sequences": active,
+            "queue_depth": engine.queue_depth,
+            "max_batch_size": max_batch,
+        },
+        "observability": {
+            **counters,
+            "current_batch_size": active,
+            "cache_pool_active": 0,
+        },
+        "context_size": engine.model.context_size,
+        "tool_call_parser": "mlxcel" if engine.model.supports_tools else None,
+    }
+    return (503 if busy else 200), body
+
+
+@router.get("/health")
+@router.get("/")
+async def health(request: Request) -> JSONResponse:
+    status, body = health_body(app_state(request))
+    return JSONResponse(body, status_code=status)

@@ -1,0 +1,61 @@
+"""POST /tokenize and POST /detokenize (llama-server's shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from ..engine.model import LoadedModel
+from ..errors import ServerError
+from ..protocol.body import parse_body
+from .state import app_state
+
+router = APIRouter()
+
+
+class TokenizeRequest(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    content: str
+    add_special: bool = False
+    with_pieces: bool = False
+
+
+class DetokenizeRequest(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    tokens: list[int]
+
+
+def _piece(model: LoadedModel, token_id: int) -> str | list[int]:
+    """A token's text, or its raw bytes when it is not valid UTF-8 on its own."""
+    text = model.decode([token_id])
+    if "\ufffd" not in text:
+        return text
+    raw = model.tokenizer.convert_ids_to_tokens(token_id)
+    return list(raw.encode("utf-8")) if isinstance(raw, str) else []
+
+
+@router.post("/tokenize")
+async def tokenize(request: Request) -> JSONResponse:
+    body = parse_body(TokenizeRequest, await request.body())
+    model = app_state(request).require_model()
+    ids = model.encode(body.content, add_special=body.add_special)
+    tokens: list[Any] = ids
+    if body.with_pieces:
+        tokens = [{"id": i, "piece": _piece(model, i)} for i in ids]
+    return JSONResponse({"tokens": tokens})
+
+
+@router.post("/detokenize")
+async def detokenize(request: Request) -> JSONResponse:
+    body = parse_body(DetokenizeRequest, await request.body())
+    model = app_state(request).require_model()
+    vocab = model.vocab_size
+    for token_id in body.tokens:
+        if not 0 <= token_id < vocab:
+            raise ServerError(
+                f"token id {token_id} is out of vocabulary range (vocab_size {vocab})"
+            )
+    return JSONResponse({"content": model.decode(body.tokens)})

@@ -1,0 +1,1 @@
+"""Chat templates, reasoning and tool-call formats (the chat layer shared by chat-style APIs)."""

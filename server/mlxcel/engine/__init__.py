@@ -1,0 +1,1 @@
+"""The engine owns MLX: model loading, the generation thread, sampling, stops, detokenization."""

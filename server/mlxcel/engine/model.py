@@ -1,0 +1,70 @@
+"""Loading a model through mlx-lm (local path or hub id) and what the server needs to know of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mlx.nn as nn
+from mlx_lm.tokenizer_utils import TokenizerWrapper
+
+
+@dataclass
+class LoadedModel:
+    """A model, its tokenizer, and the facts the API reports about them."""
+
+    name: str
+    path: str
+    model: nn.Module
+    tokenizer: TokenizerWrapper
+    config: dict[str, Any]
+    context_size: int
+
+    @property
+    def eos_token_ids(self) -> set[int]:
+        return set(self.tokenizer.eos_token_ids or ())
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokenizer.get_vocab())
+
+    @property
+    def chat_template(self) -> str | None:
+        template = getattr(self.tokenizer, "chat_template", None)
+        return template if isinstance(template, str) else None
+
+    @property
+    def supports_tools(self) -> bool:
+        template = self.chat_template or ""
+        return "tools" in template
+
+    def encode(self, text: str, *, add_special: bool = False) -> list[int]:
+        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=add_special)
+        return ids
+
+    def decode(self, token_ids: list[int]) -> str:
+        text: str = self.tokenizer.decode(token_ids)
+        return text
+
+
+def model_display_name(path_or_repo: str) -> str:
+    path = Path(path_or_repo)
+    return path.name if path.exists() else path_or_repo
+
+
+def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
+    """Load with ``mlx_lm.load``; ``ctx_size`` 0 means the model's own maximum."""
+    from mlx_lm import load
+
+    model, tokenizer, config = load(path_or_repo, return_config=True)  # type: ignore[misc]
+    native = int(config.get("max_position_embeddings") or 4096)
+    context = ctx_size if ctx_size > 0 else native
+    return LoadedModel(
+        name=model_display_name(path_or_repo),
+        path=path_or_repo,
+        model=model,
+        tokenizer=tokenizer,
+        config=dict(config),
+        context_size=context,
+    )

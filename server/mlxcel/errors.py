@@ -1,0 +1,115 @@
+"""One error tree for the whole server.
+
+Every error a client can see is an ``MlxcelError`` subclass carrying its HTTP status, error
+``type`` and ``code``; ``api/handlers.py`` renders them in one place (OpenAI shape everywhere,
+Anthropic shape on the Anthropic routes)::
+
+    MlxcelError                      status  type
+    ├── InvalidRequestError          400     invalid_request_error
+    │   └── ContextLengthExceeded    400     invalid_request_error (code context_length_exceeded)
+    ├── AuthenticationError          401     missing_api_key / invalid_api_key
+    ├── RouteNotFound                404     invalid_request_error
+    ├── MethodNotAllowed             405     invalid_request_error
+    ├── ServerError                  500     server_error
+    ├── NotImplementedRoute          501     not_implemented
+    ├── NotSupported                 501     not_supported_error
+    └── ServerBusy                   503     server_busy
+        └── ModelLoading             503     server_busy
+
+Nothing outside this tree becomes a 4xx: an unexpected exception is a 500 ``server_error``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MlxcelError(Exception):
+    """Base of every client-visible error."""
+
+    status: int = 500
+    type: str = "server_error"
+    code: str | int | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | int | None = None,
+        type: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        if type is not None:
+            self.type = type
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+
+class InvalidRequestError(MlxcelError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class ContextLengthExceeded(InvalidRequestError):
+    code = "context_length_exceeded"
+
+
+class AuthenticationError(MlxcelError):
+    status = 401
+    type = "invalid_api_key"
+    code = "invalid_api_key"
+
+
+class MissingApiKey(AuthenticationError):
+    type = "missing_api_key"
+    code = "missing_api_key"
+
+
+class RouteNotFound(MlxcelError):
+    status = 404
+    type = "invalid_request_error"
+    code = "not_found"
+
+
+class MethodNotAllowed(MlxcelError):
+    status = 405
+    type = "invalid_request_error"
+    code = "method_not_allowed"
+
+
+class ServerError(MlxcelError):
+    status = 500
+    type = "server_error"
+
+
+class NotImplementedRoute(MlxcelError):
+    status = 501
+    type = "not_implemented"
+
+
+class NotSupported(MlxcelError):
+    status = 501
+    type = "not_supported_error"
+
+
+class ServerBusy(MlxcelError):
+    status = 503
+    type = "server_busy"
+
+
+class ModelLoading(ServerBusy):
+    def __init__(self) -> None:
+        super().__init__("The model is still loading. Please try again later.")

@@ -1,0 +1,1 @@
+"""Per-family request models, translation to ``GenerationRequest``, and response rendering."""
