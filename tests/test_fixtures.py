@@ -34,8 +34,8 @@ SCRIPTED: list[dict[str, Any]] = bf.load_scripted()
 def loaded() -> tuple[Any, Any]:
     from mlx_lm import load
 
-    model, tokenizer = load(str(MODEL_DIR))
-    return model, tokenizer
+    loaded = load(str(MODEL_DIR))
+    return loaded[0], loaded[1]
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +145,7 @@ def test_chat_template_thinking_rules(tokenizer: Any) -> None:
     assert plain == "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n"
 
 
-@pytest.mark.parametrize("text", ["こんにちは 👋", "中文，한국어 ❤️ 🚀 — «ok» {\"a\": [1, 2]}\n"])
+@pytest.mark.parametrize("text", ["こんにちは 👋", '中文，한국어 ❤️ 🚀 — «ok» {"a": [1, 2]}\n'])
 def test_tokenizer_round_trips_multibyte_text(tokenizer: Any, text: str) -> None:
     ids = tokenizer.encode(text, add_special_tokens=False)
     assert tokenizer.decode(ids) == text
@@ -155,4 +155,8 @@ def test_tokenizer_build_is_deterministic(tmp_path: Path) -> None:
     first = bf.build_tokenizer(tmp_path / "a").read_bytes()
     second = bf.build_tokenizer(tmp_path / "b").read_bytes()
     assert first == second
-    assert first == (MODEL_DIR / "tokenizer.json").read_bytes()
+    # The committed tokenizer is what the committed inputs train (compared by content, so a
+    # `tokenizers` upgrade that only changes the JSON layout does not fail this).
+    fresh, committed = json.loads(first), json.loads((MODEL_DIR / "tokenizer.json").read_bytes())
+    for key in ("model", "added_tokens", "normalizer", "pre_tokenizer", "decoder"):
+        assert fresh[key] == committed[key], key

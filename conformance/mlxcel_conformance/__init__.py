@@ -1,1 +1,1 @@
-"""mlxcel-conformance: checks any LLM inference server against the mlxcel OpenAPI spec and goldens."""
+"""mlxcel-conformance: checks any LLM server against the mlxcel OpenAPI spec and goldens."""

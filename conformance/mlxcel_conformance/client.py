@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from .errors import Severity
 from .checks.registry import check, fail
+from .errors import Severity
 from .target import Target
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)

@@ -8,7 +8,6 @@ records: ``ConformanceFailure`` -> FAIL with its check and evidence, ``SetupErro
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
+from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
 from .profiles import Profile, get_profile
 from .report import Record, Report, Verdict
-from .client import SuiteClient
 from .target import ReferenceServer, Target
 
 _REPORT_KEY = pytest.StashKey[Report]()
@@ -41,6 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report", default=None, help="directory for conformance.json/.md")
     group.addoption("--goldens", default="auto", choices=["auto", "exact", "shape"],
                     help="golden replay mode (auto: exact for the self-started server)")
+    group.addoption("--fuzz-examples", default="12",
+                    help="schemathesis examples per operation (nox -s fuzz raises it)")
     group.addoption("--server-model", default=None,
                     help="model for the self-started reference server (default: bundled)")
 
@@ -173,7 +174,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     report = config.stash[_REPORT_KEY]
     if not report.records:
         return
-    report.finished = time.time()
+    report.finish()
     report_dir = config.getoption("--report")
     if report_dir:
         report.write(Path(report_dir))

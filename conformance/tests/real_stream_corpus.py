@@ -75,7 +75,10 @@ def cassette_response(path: Path) -> tuple[int, Any]:
 
 def recording_responses(path: Path) -> list[tuple[int, Any]]:
     """An anthropic-sdk recording: a list of request/response pairs with JSON bodies."""
-    return [(pair["response"]["status_code"], pair["response"]["body"]) for pair in json.loads(read(path))]
+    return [
+        (pair["response"]["status_code"], pair["response"]["body"])
+        for pair in json.loads(read(path))
+    ]
 
 
 # --- building broken copies -------------------------------------------------------------------
@@ -94,7 +97,7 @@ def data_event(payload: Any, event: str | None = None) -> SSEEvent:
 
 def named_events(items: Sequence[dict[str, Any]]) -> list[SSEEvent]:
     """Events whose `event:` line names the payload type (Responses, Anthropic)."""
-    return [data_event(item, item["type"]) for item in items]
+    return [data_event(item, item.get("type")) for item in items]
 
 
 def to_text(events: Sequence[SSEEvent]) -> str:

@@ -170,7 +170,8 @@ def test_generated_streams_any_line_endings_and_chunking(
     text = "".join(parts)
     stream = parse_sse(text)
     assert [(e.event, e.data) for e in stream.events] == [
-        (b["event"], "\n".join(b["data"])) for b in blocks  # type: ignore[arg-type]
+        (b["event"], "\n".join(b["data"]))
+        for b in blocks  # type: ignore[arg-type]
     ]
     assert stream.trailing_incomplete == ""
     whole = stream.events, stream.trailing_incomplete, stream.comments, stream.discarded

@@ -34,13 +34,19 @@ def check(
     """Register the decorated function as the check `name`; the function is returned unchanged."""
 
     def register(func: F) -> F:
-        if name in REGISTRY and REGISTRY[name].func is not func:
+        earlier = REGISTRY.get(name)
+        if earlier is not None and _origin(earlier.func) != _origin(func):
             raise ValueError(f"check {name!r} registered twice")
         doc = description or (func.__doc__ or "").strip().split("\n")[0]
         REGISTRY[name] = CheckSpec(name=name, severity=severity, description=doc, func=func)
         return func
 
     return register
+
+
+def _origin(func: Callable[..., Any]) -> tuple[str, str]:
+    # a module imported twice (pytest import modes, plugins) re-registers the same definition
+    return (getattr(func, "__module__", ""), getattr(func, "__qualname__", ""))
 
 
 def get_check(name: str) -> CheckSpec:

@@ -212,6 +212,8 @@ class _Machine:
             self._reject(index, payload, f"{kind!r} is not allowed while {self.phase.value}")
         if kind == "response.output_item.added":
             self._open_item(index, payload)
+        elif kind == "error":
+            self._check_error(index, payload)
         elif "response" in payload:
             self._response_event(index, payload)
         self.phase = allowed[kind]
@@ -258,6 +260,13 @@ class _Machine:
                     payload,
                     f"response.output[{item.index}].id differs from the streamed item",
                 )
+
+    def _check_error(self, index: int, payload: dict[str, Any]) -> None:
+        # OpenAI documents code/message/param at the top level; the live API nests them in `error`
+        nested = payload.get("error")
+        source = nested if isinstance(nested, dict) else payload
+        if not isinstance(source.get("message"), str):
+            self._reject(index, payload, "an error event needs a message")
 
     def _open_item(self, index: int, payload: dict[str, Any]) -> None:
         item = payload.get("item")

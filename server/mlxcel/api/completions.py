@@ -1,13 +1,15 @@
-"""POST /v1/completions."""
+"""POST /v1/completions (one choice per prompt, in prompt order)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..engine.handle import RequestHandle
+from ..engine.model import LoadedModel
 from ..engine.request import Finished
 from ..protocol.body import parse_body
 from ..protocol.completions import (
@@ -15,7 +17,7 @@ from ..protocol.completions import (
     CompletionRequest,
     completion_body,
     legacy_logprobs,
-    to_generation_request,
+    to_generation_requests,
 )
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
@@ -29,33 +31,53 @@ async def create_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CompletionRequest, await request.body())
     model = state.require_model()
-    gen = to_generation_request(body, model, state.config.defaults)
-    handle = state.engine.submit(gen)
-    echo = model.decode(list(gen.prompt_tokens)) if body.echo else ""
+    gens = to_generation_requests(body, model, state.config.defaults)
+    handles = [state.engine.submit(gen) for gen in gens]
+    echoes = [_echo(body, model, list(gen.prompt_tokens)) for gen in gens]
     if body.stream:
-        return sse_response(_stream(handle, body, state.model_name, echo))
-    done = await collect(request, handle)
-    logprobs = legacy_logprobs(done.logprobs, len(echo)) if body.logprobs is not None else None
-    payload = completion_body(
-        gen.request_id, state.model_name, FINGERPRINT, echo + done.text, done.finished, logprobs
-    )
+        return sse_response(_stream(handles, body, state.model_name, echoes))
+    choices: list[tuple[str, Finished, dict[str, Any] | None]] = []
+    try:
+        for handle, echo in zip(handles, echoes, strict=True):
+            done = await collect(request, handle)
+            want = body.logprobs is not None
+            logprobs = legacy_logprobs(done.logprobs, len(echo)) if want else None
+            choices.append((echo + done.text, done.finished, logprobs))
+    finally:
+        for handle in handles:
+            handle.cancel()  # the client left (or one prompt failed): drop the rest
+    payload = completion_body(gens[0].request_id, state.model_name, FINGERPRINT, choices)
     return JSONResponse(payload)
 
 
+def _echo(body: CompletionRequest, model: LoadedModel, tokens: list[int]) -> str:
+    return model.decode(tokens) if body.echo else ""
+
+
 async def _stream(
-    handle: RequestHandle, body: CompletionRequest, model_name: str, echo: str
+    handles: list[RequestHandle], body: CompletionRequest, model_name: str, echoes: list[str]
 ) -> AsyncIterator[str]:
-    encoder = CompletionChunkEncoder(handle.request.request_id, model_name, FINGERPRINT)
-    if echo:
-        yield data_event(encoder.text(echo))
-    async for event in stream_events(handle):
-        if not isinstance(event, Finished):
-            yield data_event(encoder.delta(event, body.logprobs is not None))
-        elif event.reason == "error":
-            error = {"message": f"generation failed: {event.error}", "type": "server_error"}
-            yield data_event({"error": {**error, "code": None}})
-        else:
-            yield data_event(encoder.finish(event))
-            if body.wants_usage_chunk():
-                yield data_event(encoder.usage(event))
-    yield data_event("[DONE]")
+    encoder = CompletionChunkEncoder(handles[0].request.request_id, model_name, FINGERPRINT)
+    finished: list[Finished] = []
+    try:
+        for index, (handle, echo) in enumerate(zip(handles, echoes, strict=True)):
+            if echo:
+                yield data_event(encoder.text(index, echo))
+            async for event in stream_events(handle):
+                if not isinstance(event, Finished):
+                    yield data_event(encoder.delta(index, event, body.logprobs is not None))
+                elif event.reason == "error":
+                    error = {"message": f"generation failed: {event.error}",
+                             "type": "server_error", "code": None}
+                    yield data_event({"error": error})
+                    yield data_event("[DONE]")
+                    return
+                else:
+                    finished.append(event)
+                    yield data_event(encoder.finish(index, event))
+        if body.wants_usage_chunk():
+            yield data_event(encoder.usage(finished))
+        yield data_event("[DONE]")
+    finally:
+        for handle in handles:
+            handle.cancel()

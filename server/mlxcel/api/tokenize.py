@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from ..engine.model import LoadedModel
 from ..errors import ServerError
 from ..protocol.body import parse_body
+from ..protocol.types import Int
 from .state import app_state
 
 router = APIRouter()
@@ -25,7 +26,7 @@ class TokenizeRequest(BaseModel):
 
 class DetokenizeRequest(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
-    tokens: list[int]
+    tokens: list[Int]
 
 
 def _piece(model: LoadedModel, token_id: int) -> str | list[int]:

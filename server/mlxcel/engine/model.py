@@ -43,6 +43,14 @@ class LoadedModel:
         ids: list[int] = self.tokenizer.encode(text, add_special_tokens=add_special)
         return ids
 
+    def empty_prompt_tokens(self) -> list[int]:
+        """What an empty prompt starts from: BOS, else the end-of-text token (as OpenAI does)."""
+        tok = self.tokenizer
+        for candidate in (tok.bos_token_id, getattr(tok, "pad_token_id", None), tok.eos_token_id):
+            if isinstance(candidate, int):
+                return [candidate]
+        return [0]
+
     def decode(self, token_ids: list[int]) -> str:
         text: str = self.tokenizer.decode(token_ids)
         return text

@@ -20,6 +20,7 @@ from ..engine.request import Finished, GenerationRequest, TokenDelta
 from ..errors import InvalidRequestError
 from .logprobs import render_logprobs
 from .sampling_fields import OpenAISamplingFields
+from .types import Int
 
 
 class ContentPart(BaseModel):
@@ -39,9 +40,9 @@ class ChatMessage(BaseModel):
 
 class ChatCompletionRequest(OpenAISamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: Int | None = Field(default=None, ge=1)
     logprobs: bool | None = None
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: Int | None = Field(default=None, ge=0, le=20)
     tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
     response_format: dict[str, Any] | None = None
@@ -95,10 +96,6 @@ def template_messages(request: ChatCompletionRequest) -> list[dict[str, Any]]:
 
 def _check_unsupported(request: ChatCompletionRequest) -> None:
     request.check_n()
-    if request.top_logprobs and not request.logprobs:
-        raise InvalidRequestError(
-            "top_logprobs requires logprobs to be true.", param="top_logprobs"
-        )
     fmt = (request.response_format or {}).get("type", "text")
     if fmt != "text":
         raise InvalidRequestError(
@@ -127,7 +124,7 @@ def to_generation_request(
         sampling=sampling,
         stop=request.stop_strings(),
         logprobs=bool(request.logprobs),
-        top_logprobs=request.top_logprobs or 0,
+        top_logprobs=(request.top_logprobs or 0) if request.logprobs else 0,
         ignore_eos=bool(request.ignore_eos),
         request_id=new_id("chatcmpl-"),
     )

@@ -11,48 +11,57 @@ from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
 from ..engine.request import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ..errors import InvalidRequestError
-from .chat import finish_reason_of, new_id, usage_of
+from .chat import finish_reason_of, new_id
 from .sampling_fields import OpenAISamplingFields
+from .types import Int
 
-PromptField = str | list[str] | list[int] | list[list[int]]
+PromptField = str | list[str] | list[Int] | list[list[Int]]
 
 
 class CompletionRequest(OpenAISamplingFields):
     prompt: PromptField
     echo: bool | None = False
     suffix: str | None = None
-    logprobs: int | None = Field(default=None, ge=0, le=20)
-    best_of: int | None = Field(default=None, ge=1)
+    logprobs: Int | None = Field(default=None, ge=0, le=20)
+    best_of: Int | None = Field(default=None, ge=1)
     response_format: dict[str, Any] | None = None
 
 
-def prompt_tokens(request: CompletionRequest, model: LoadedModel) -> list[int]:
-    prompt = request.prompt
+MAX_PROMPTS = 16
+
+
+def _one_prompt(prompt: str | list[int], model: LoadedModel) -> list[int]:
     if isinstance(prompt, str):
-        return model.encode(prompt)
+        return model.encode(prompt) or model.empty_prompt_tokens()
     if not prompt:
-        raise InvalidRequestError("prompt must not be an empty list.", param="prompt")
-    if all(isinstance(p, int) for p in prompt):
-        ids = [int(p) for p in prompt]  # type: ignore[arg-type]
-    elif len(prompt) == 1:
-        only = prompt[0]
-        ids = model.encode(only) if isinstance(only, str) else list(only)  # type: ignore[arg-type]
-    else:
-        raise InvalidRequestError(
-            "Only one prompt per request is supported by this server.", param="prompt"
-        )
-    bad = [i for i in ids if not 0 <= i < model.vocab_size]
+        raise InvalidRequestError("a token-id prompt must not be empty.", param="prompt")
+    bad = [i for i in prompt if not 0 <= i < model.vocab_size]
     if bad:
         raise InvalidRequestError(
             f"prompt token id {bad[0]} is out of vocabulary range (vocab_size {model.vocab_size}).",
             param="prompt",
         )
-    return ids
+    return list(prompt)
 
 
-def to_generation_request(
+def prompt_token_lists(request: CompletionRequest, model: LoadedModel) -> list[list[int]]:
+    """Every prompt of the request (a string, token ids, or a list of either) as token ids."""
+    prompt = request.prompt
+    if isinstance(prompt, str):
+        return [_one_prompt(prompt, model)]
+    if not prompt:
+        raise InvalidRequestError("prompt must not be an empty list.", param="prompt")
+    if all(isinstance(p, int) for p in prompt):
+        return [_one_prompt([int(p) for p in prompt], model)]  # type: ignore[arg-type]
+    if len(prompt) > MAX_PROMPTS:
+        raise InvalidRequestError(f"at most {MAX_PROMPTS} prompts per request.", param="prompt")
+    return [_one_prompt(p, model) for p in prompt]  # type: ignore[arg-type]
+
+
+def to_generation_requests(
     request: CompletionRequest, model: LoadedModel, defaults: GenerationDefaults
-) -> GenerationRequest:
+) -> list[GenerationRequest]:
+    """One engine request per prompt; their choices come back with index = prompt position."""
     request.check_n()
     if request.suffix:
         raise InvalidRequestError("suffix is not supported by this server.", param="suffix")
@@ -63,16 +72,20 @@ def to_generation_request(
         raise InvalidRequestError(
             f"response_format type {fmt!r} is not supported yet.", param="response_format"
         )
-    return GenerationRequest(
-        prompt_tokens=tuple(prompt_tokens(request, model)),
-        max_tokens=request.max_tokens or defaults.n_predict,
-        sampling=request.sampling(defaults),
-        stop=request.stop_strings(),
-        logprobs=request.logprobs is not None,
-        top_logprobs=request.logprobs or 0,
-        ignore_eos=bool(request.ignore_eos),
-        request_id=new_id("cmpl-"),
-    )
+    request_id = new_id("cmpl-")
+    return [
+        GenerationRequest(
+            prompt_tokens=tuple(tokens),
+            max_tokens=request.max_tokens or defaults.n_predict,
+            sampling=request.sampling(defaults),
+            stop=request.stop_strings(),
+            logprobs=request.logprobs is not None,
+            top_logprobs=request.logprobs or 0,
+            ignore_eos=bool(request.ignore_eos),
+            request_id=request_id,
+        )
+        for tokens in prompt_token_lists(request, model)
+    ]
 
 
 def legacy_logprobs(items: list[TokenLogprob], offset: int) -> dict[str, Any]:
@@ -98,35 +111,41 @@ class CompletionChunkEncoder:
             "model": model_name,
             "system_fingerprint": fingerprint,
         }
-        self._offset = 0
+        self._offsets: dict[int, int] = {}
 
-    def _chunk(self, text: str, finish: str | None, logprobs: Any = None) -> dict[str, Any]:
-        choice = {"index": 0, "text": text, "finish_reason": finish, "logprobs": logprobs}
+    def _chunk(self, index: int, text: str, finish: str | None, logprobs: Any = None) -> dict:
+        choice = {"index": index, "text": text, "finish_reason": finish, "logprobs": logprobs}
         return {**self._base, "choices": [choice]}
 
-    def text(self, text: str) -> dict[str, Any]:
-        self._offset += len(text)
-        return self._chunk(text, None)
+    def text(self, index: int, text: str) -> dict[str, Any]:
+        self._offsets[index] = self._offsets.get(index, 0) + len(text)
+        return self._chunk(index, text, None)
 
-    def delta(self, event: TokenDelta, want_logprobs: bool) -> dict[str, Any]:
-        logprobs = legacy_logprobs(list(event.logprobs), self._offset) if want_logprobs else None
-        self._offset += len(event.text)
-        return self._chunk(event.text, None, logprobs)
+    def delta(self, index: int, event: TokenDelta, want_logprobs: bool) -> dict[str, Any]:
+        offset = self._offsets.get(index, 0)
+        logprobs = legacy_logprobs(list(event.logprobs), offset) if want_logprobs else None
+        self._offsets[index] = offset + len(event.text)
+        return self._chunk(index, event.text, None, logprobs)
 
-    def finish(self, finished: Finished) -> dict[str, Any]:
-        return self._chunk("", finish_reason_of(finished))
+    def finish(self, index: int, finished: Finished) -> dict[str, Any]:
+        return self._chunk(index, "", finish_reason_of(finished))
 
-    def usage(self, finished: Finished) -> dict[str, Any]:
-        return {**self._base, "choices": [], "usage": usage_of(finished)}
+    def usage(self, finished: list[Finished]) -> dict[str, Any]:
+        return {**self._base, "choices": [], "usage": total_usage(finished)}
+
+
+def total_usage(finished: list[Finished]) -> dict[str, int]:
+    prompt = sum(f.prompt_tokens for f in finished)
+    completion = sum(f.completion_tokens for f in finished)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
 
 
 def completion_body(
     request_id: str,
     model_name: str,
     fingerprint: str,
-    text: str,
-    finished: Finished,
-    logprobs: dict[str, Any] | None,
+    choices: list[tuple[str, Finished, dict[str, Any] | None]],
 ) -> dict[str, Any]:
     return {
         "id": request_id,
@@ -136,11 +155,12 @@ def completion_body(
         "system_fingerprint": fingerprint,
         "choices": [
             {
-                "index": 0,
+                "index": i,
                 "text": text,
                 "finish_reason": finish_reason_of(finished),
                 "logprobs": logprobs,
             }
+            for i, (text, finished, logprobs) in enumerate(choices)
         ],
-        "usage": usage_of(finished),
+        "usage": total_usage([finished for _, finished, _ in choices]),
     }

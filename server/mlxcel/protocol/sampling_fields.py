@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..config import GenerationDefaults
 from ..engine.request import SamplingParams
 from ..errors import InvalidRequestError
+from .types import Int
 
 
 class StreamOptions(BaseModel):
@@ -25,18 +26,18 @@ class OpenAISamplingFields(BaseModel):
     model: str | None = None
     stream: bool | None = False
     stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: Int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
-    top_k: int | None = Field(default=None, ge=0)
+    top_k: Int | None = Field(default=None, ge=0)
     min_p: float | None = Field(default=None, ge=0.0, le=1.0)
-    seed: int | None = None
+    seed: Int | None = None
     stop: str | list[str] | None = None
-    n: int | None = Field(default=None, ge=1)
+    n: Int | None = Field(default=None, ge=1)
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     repetition_penalty: float | None = Field(default=None, gt=0.0)
-    repetition_context_size: int | None = Field(default=None, ge=0)
+    repetition_context_size: Int | None = Field(default=None, ge=0)
     logit_bias: dict[str, float] | None = None
     user: str | None = None
     ignore_eos: bool | None = None

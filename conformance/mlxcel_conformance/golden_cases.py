@@ -1,0 +1,62 @@
+"""The requests recorded as goldens: one entry per case, recorded from the reference server on
+the bundled fixture model with greedy decoding (``nox -s goldens``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GoldenCase:
+    name: str
+    family: str
+    method: str
+    path: str
+    json: Any = None
+    raw: str | None = None  # a body that is deliberately not JSON
+    stream: bool = False
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def feature(self) -> str:
+        return f"golden.{self.family}.{self.name}"
+
+
+def _chat(content: str, **fields: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "temperature": 0,
+            "max_tokens": 32, **fields}
+
+
+CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+
+CASES: tuple[GoldenCase, ...] = (
+    GoldenCase("hello", "chat", "POST", CHAT, _chat("Say hello.")),
+    GoldenCase("hello_stream_usage", "chat", "POST", CHAT,
+               _chat("Say hello.", stream=True, stream_options={"include_usage": True}),
+               stream=True),
+    GoldenCase("count_stream", "chat", "POST", CHAT, _chat("Count to five.", stream=True),
+               stream=True),
+    GoldenCase("story_length", "chat", "POST", CHAT, _chat("Tell me a story.", max_tokens=8)),
+    GoldenCase("story_stop", "chat", "POST", CHAT, _chat("Tell me a story.", stop=[","])),
+    GoldenCase("unicode_stream", "chat", "POST", CHAT,
+               _chat("Say hi in Japanese with an emoji.", stream=True), stream=True),
+    GoldenCase("error_missing_messages", "chat", "POST", CHAT, {"max_tokens": 4}),
+    GoldenCase("error_malformed_json", "chat", "POST", CHAT, raw="{not json"),
+    GoldenCase("error_negative_max_tokens", "chat", "POST", CHAT,
+               _chat("Say hello.", max_tokens=-1)),
+    GoldenCase("capital", "completions", "POST", COMPLETIONS,
+               {"prompt": "The capital of France is", "max_tokens": 12, "temperature": 0}),
+    GoldenCase("capital_stream_usage", "completions", "POST", COMPLETIONS,
+               {"prompt": "The capital of France is", "max_tokens": 12, "temperature": 0,
+                "stream": True, "stream_options": {"include_usage": True}}, stream=True),
+    GoldenCase("error_prompt_object", "completions", "POST", COMPLETIONS,
+               {"prompt": {"text": "x"}, "max_tokens": 4}),
+    GoldenCase("models", "models", "GET", "/v1/models"),
+    GoldenCase("hello", "tokenize", "POST", "/tokenize", {"content": "Hello, world! 👋"}),
+    GoldenCase("detokenize", "tokenize", "POST", "/detokenize", {"tokens": [40, 41, 42]}),
+    GoldenCase("detokenize_out_of_vocab", "tokenize", "POST", "/detokenize",
+               {"tokens": [1, 999999]}),
+)

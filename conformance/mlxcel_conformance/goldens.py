@@ -1,0 +1,214 @@
+"""Golden transcripts: record, normalize, and replay in two modes.
+
+``exact``: the same fixture model answers; after normalization (ids, timestamps, fingerprints,
+model names) the transcript must be identical, text and token counts included.
+``shape``: any server; structure, JSON types, status codes and the order of stream event kinds
+must match, while text and counts may differ. Both modes return readable diffs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .client import SuiteClient
+from .errors import SetupError
+from .golden_cases import GoldenCase
+from .sse import parse_sse
+
+VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
+            "model": "<model>", "owned_by": "<owner>"}
+
+
+def goldens_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_data" / "goldens", here.parents[1] / "goldens"):
+        if candidate.is_dir():
+            return candidate
+    raise SetupError("goldens directory not found (neither installed nor in the repository)")
+
+
+def normalize(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: VOLATILE[k] if k in VOLATILE and v is not None else normalize(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalize(v) for v in value]
+    return value
+
+
+def send(client: SuiteClient, case: GoldenCase, model: str) -> dict[str, Any]:
+    """Send the case's request; return the normalized transcript of the response."""
+    kwargs: dict[str, Any] = {}
+    if case.raw is not None:
+        kwargs = {"content": case.raw.encode(), "headers": {"Content-Type": "application/json"}}
+    elif case.json is not None:
+        payload = dict(case.json)
+        if case.method == "POST" and case.path.startswith("/v1/"):
+            payload.setdefault("model", model)
+        kwargs = {"json": payload}
+    with client.http.stream(case.method, case.path, **kwargs) as response:
+        text = response.read().decode("utf-8", errors="replace")
+        content_type = response.headers.get("content-type", "").split(";")[0]
+        transcript: dict[str, Any] = {"status": response.status_code,
+                                      "content_type": content_type}
+    if content_type == "text/event-stream":
+        transcript["events"] = [_event(e.event, e.data) for e in parse_sse(text).events]
+    else:
+        try:
+            transcript["body"] = normalize(json.loads(text))
+        except ValueError:
+            transcript["body_text"] = text
+    return transcript
+
+
+def _event(name: str | None, data: str) -> Any:
+    try:
+        payload = normalize(json.loads(data))
+    except ValueError:
+        payload = data
+    return {"event": name, "data": payload} if name else payload
+
+
+def document(case: GoldenCase, transcript: dict[str, Any]) -> dict[str, Any]:
+    request: dict[str, Any] = {"method": case.method, "path": case.path}
+    if case.json is not None:
+        request["json"] = case.json
+    if case.raw is not None:
+        request["raw"] = case.raw
+    return {"case": case.name, "family": case.family, "feature": case.feature,
+            "request": request, "response": transcript}
+
+
+def case_from_document(doc: dict[str, Any]) -> GoldenCase:
+    req = doc["request"]
+    return GoldenCase(doc["case"], doc["family"], req["method"], req["path"], req.get("json"),
+                      req.get("raw"), stream="events" in doc["response"])
+
+
+def load_documents() -> list[tuple[Path, dict[str, Any]]]:
+    root = goldens_dir()
+    return [(p, json.loads(p.read_text())) for p in sorted(root.glob("*/*.json"))]
+
+
+def write_document(root: Path, doc: dict[str, Any]) -> Path:
+    path = root / doc["family"] / f"{doc['case']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    return path
+
+
+# -- comparison ----------------------------------------------------------------------------
+
+def compare_exact(expected: Any, got: Any, path: str = "$") -> list[str]:
+    if type(expected) is not type(got) and not (_is_num(expected) and _is_num(got)):
+        return [f"{path}: expected {_short(expected)}, got {_short(got)}"]
+    if isinstance(expected, dict):
+        diffs = [f"{path}.{k}: missing (expected {_short(expected[k])})"
+                 for k in expected if k not in got]
+        diffs += [f"{path}.{k}: unexpected (got {_short(got[k])})" for k in got
+                  if k not in expected]
+        for k in expected:
+            if k in got:
+                diffs += compare_exact(expected[k], got[k], f"{path}.{k}")
+        return diffs
+    if isinstance(expected, list):
+        if len(expected) != len(got):
+            return [f"{path}: expected {len(expected)} items, got {len(got)}"] + (
+                compare_exact(expected[: len(got)], got[: len(expected)], path)
+            )
+        return [d for i, (e, g) in enumerate(zip(expected, got, strict=True))
+                for d in compare_exact(e, g, f"{path}[{i}]")]
+    return [] if expected == got else [f"{path}: expected {_short(expected)}, got {_short(got)}"]
+
+
+def compare_shape(expected: Any, got: Any, path: str = "$") -> list[str]:
+    if expected is None:
+        return []  # a null in the golden says nothing about the type the field may take
+    if _kind(expected) != _kind(got):
+        return [f"{path}: expected {_kind(expected)}, got {_kind(got)} ({_short(got)})"]
+    if isinstance(expected, dict):
+        diffs = [f"{path}.{k}: missing" for k in expected if k not in got]
+        for k in expected:
+            if k in got:
+                diffs += compare_shape(expected[k], got[k], f"{path}.{k}")
+        return diffs
+    if isinstance(expected, list) and expected and got:
+        return compare_shape(expected[0], got[0], f"{path}[0]")
+    if isinstance(expected, list) and bool(expected) != bool(got):
+        return [f"{path}: expected {'a non-empty' if expected else 'an empty'} list"]
+    return []
+
+
+def event_kinds(events: list[Any]) -> list[str]:
+    """A stream as a sequence of event kinds, consecutive content deltas collapsed."""
+    kinds: list[str] = []
+    for event in events:
+        kind = _event_kind(event)
+        if not (kind == "content" and kinds and kinds[-1] == "content"):
+            kinds.append(kind)
+    return kinds
+
+
+def _event_kind(event: Any) -> str:
+    if event == "[DONE]":
+        return "done"
+    if isinstance(event, dict) and "event" in event and "data" in event:
+        return str(event["event"])
+    if not isinstance(event, dict):
+        return "other"
+    if "error" in event:
+        return "error"
+    choices = event.get("choices")
+    if choices == [] and event.get("usage"):
+        return "usage"
+    if not choices:
+        return "other"
+    choice = choices[0]
+    if choice.get("finish_reason"):
+        return "finish"
+    if (choice.get("delta") or {}).get("role"):
+        return "role"
+    return "content"
+
+
+def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str) -> list[str]:
+    diffs: list[str] = []
+    if expected["status"] != got["status"]:
+        diffs.append(f"status: expected {expected['status']}, got {got['status']}")
+    if expected.get("content_type") != got.get("content_type"):
+        diffs.append(f"content-type: expected {expected.get('content_type')}, "
+                     f"got {got.get('content_type')}")
+    if diffs:
+        return diffs
+    if "events" in expected:
+        want, have = expected["events"], got.get("events", [])
+        if mode == "exact":
+            return compare_exact(want, have, "events")
+        if event_kinds(want) != event_kinds(have):
+            return [f"event order: expected {event_kinds(want)}, got {event_kinds(have)}"]
+        firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])}
+        gots = {k: e for e, k in reversed([(e, _event_kind(e)) for e in have])}
+        return [d for k in firsts for d in compare_shape(firsts[k], gots.get(k), f"event:{k}")]
+    compare = compare_exact if mode == "exact" else compare_shape
+    return compare(expected.get("body"), got.get("body"), "body")
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if _is_num(value):
+        return "number"
+    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -1,0 +1,119 @@
+"""A bounded schemathesis run (positive and negative data, every check) against openapi/.
+
+Generation requests are kept short: any property carrying ``x-mlxcel-fuzz-maximum`` in the spec
+(``max_tokens``...) is clamped to that value before the request is sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis
+import pytest
+import schemathesis
+from hypothesis import HealthCheck
+from schemathesis.core.failures import FailureGroup
+
+from mlxcel_conformance import spec
+from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.errors import Severity
+from mlxcel_conformance.target import Target
+
+
+def _labels() -> list[Any]:
+    out = []
+    for op in spec.operations():
+        mark = pytest.mark.conformance(family="schema", feature=f"schema.{op.method} {op.path}")
+        out.append(pytest.param(op.method, op.path, id=f"{op.method} {op.path}", marks=mark))
+    return out
+
+
+def _fuzz_limits() -> dict[str, int]:
+    limits: dict[str, int] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for name, prop in (node.get("properties") or {}).items():
+                if isinstance(prop, dict) and "x-mlxcel-fuzz-maximum" in prop:
+                    limits[name] = int(prop["x-mlxcel-fuzz-maximum"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec.load_spec())
+    return limits
+
+
+# Token-id arrays: ids outside the vocabulary are documented errors, not fuzz targets.
+_TOKEN_ARRAYS = ("prompt", "tokens")
+
+
+def _token_bounds() -> tuple[int, int]:
+    item = spec.load_spec()["components"]["schemas"]["PromptTokenId"]
+    return int(item["x-mlxcel-fuzz-minimum"]), int(item["x-mlxcel-fuzz-maximum"])
+
+
+def _clamp_ids(value: Any, low: int, high: int) -> Any:
+    if isinstance(value, list):
+        return [_clamp_ids(v, low, high) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return min(max(int(value), low), high)
+    return value
+
+
+_MEDIA_PARTS = ("image_url", "video_url", "input_audio", "input_image")
+
+
+def _text_only(body: Any) -> None:
+    """Media parts are a documented 400 on a text-only model: fuzz them as text parts."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for i, part in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(part, dict) and part.get("type") in _MEDIA_PARTS:
+                content[i] = {"type": "text", "text": "media"}
+
+
+def _clamp(body: Any, limits: dict[str, int]) -> None:
+    if not isinstance(body, dict):
+        return
+    for name, limit in limits.items():
+        value = body.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            body[name] = limit
+    low, high = _token_bounds()
+    for name in _TOKEN_ARRAYS:
+        if isinstance(body.get(name), list):
+            body[name] = _clamp_ids(body[name], low, high)
+
+
+@check("schemathesis", severity=Severity.HIGH,
+       description="schemathesis' checks (status codes, schemas, no 5xx on generated input)")
+def run_schemathesis(target: Target, method: str, path: str, examples: int) -> None:
+    schema = schemathesis.openapi.from_path(str(spec.spec_path()))
+    schema.config.update(base_url=target.base_url, request_timeout=60)
+    operation = schema.find_operation_by_label(f"{method} {path}")
+    limits = _fuzz_limits()
+    headers = target.auth_headers
+
+    @hypothesis.settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+                         suppress_health_check=list(HealthCheck), phases=[
+                             hypothesis.Phase.explicit, hypothesis.Phase.generate])
+    @hypothesis.given(case=operation.as_strategy())
+    def fuzz(case: schemathesis.Case) -> None:
+        _clamp(case.body, limits)
+        _text_only(case.body)
+        case.call_and_validate(headers=headers)
+
+    try:
+        fuzz()
+    except (AssertionError, FailureGroup) as exc:  # schemathesis' failures, with reproduction
+        fail("schemathesis", f"{method} {path}: {str(exc).strip().splitlines()[0]}",
+             details=str(exc)[:4000])
+
+
+@pytest.mark.parametrize(("method", "path"), _labels())
+def test_schemathesis(target: Target, method: str, path: str, pytestconfig: pytest.Config) -> None:
+    run_schemathesis(target, method, path, int(pytestconfig.getoption("--fuzz-examples")))

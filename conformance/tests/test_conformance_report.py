@@ -1,0 +1,124 @@
+"""Tests for mlxcel_conformance.report: merging, the summary line, JSON and Markdown output."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from mlxcel_conformance.errors import ConformanceFailure, Severity
+from mlxcel_conformance.report import Record, Report, Verdict, merge_records
+
+START = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def record(verdict: Verdict, **kwargs: object) -> Record:
+    fields: dict[str, object] = {"family": "chat", "feature": "streaming", "verdict": verdict}
+    fields.update(kwargs)
+    return Record(**fields)  # type: ignore[arg-type]
+
+
+def report() -> Report:
+    return Report(target="http://127.0.0.1:8080", profile="mlx-lm", started=START)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "merged"),
+    [
+        (Verdict.PASS, Verdict.FAIL, Verdict.FAIL),
+        (Verdict.FAIL, Verdict.PASS, Verdict.FAIL),
+        (Verdict.UNSUPPORTED, Verdict.PASS, Verdict.PASS),
+        (Verdict.PASS, Verdict.UNSUPPORTED, Verdict.PASS),
+        (Verdict.UNSUPPORTED, Verdict.UNSUPPORTED, Verdict.UNSUPPORTED),
+        (Verdict.PASS, Verdict.ERROR, Verdict.ERROR),
+        (Verdict.ERROR, Verdict.FAIL, Verdict.FAIL),
+    ],
+)
+def test_merge_precedence(first: Verdict, second: Verdict, merged: Verdict) -> None:
+    assert merge_records(record(first), record(second)).verdict is merged
+
+
+def test_merge_keeps_checks_messages_and_worst_severity() -> None:
+    merged = merge_records(
+        record(Verdict.FAIL, checks=["a"], severity="medium", message="m1", evidence={"x": 1}),
+        record(Verdict.FAIL, checks=["b", "a"], severity="critical", message="m2", duration_s=2),
+    )
+    assert merged.checks == ["a", "b"]
+    assert merged.severity == "critical"
+    assert merged.message == "m1; m2"
+    assert merged.evidence == {"x": 1}
+    assert merged.duration_s == 2
+
+
+def test_pass_message_is_dropped_when_failed() -> None:
+    merged = merge_records(
+        record(Verdict.PASS, message="fine"), record(Verdict.FAIL, message="bad")
+    )
+    assert merged.message == "bad"
+
+
+def test_record_from_failure() -> None:
+    failure = ConformanceFailure("usage_chunk_last", "late", Severity.HIGH, {"index": 2})
+    rec = Record.from_failure("chat", "usage", failure, checks=["sse_framing"], duration_s=0.5)
+    assert rec.verdict is Verdict.FAIL and rec.checks == ["sse_framing", "usage_chunk_last"]
+    assert rec.severity == "high" and rec.evidence == {"index": 2}
+
+
+def test_summary_line_format() -> None:
+    rep = report()
+    rep.add(record(Verdict.PASS, feature="a"))
+    rep.add(record(Verdict.PASS, feature="a"))  # merged: still one feature
+    rep.add(record(Verdict.FAIL, feature="b"))
+    rep.add(record(Verdict.UNSUPPORTED, family="responses", feature="c"))
+    rep.finish(START + timedelta(seconds=41.23))
+    assert rep.summary_line() == (
+        "mlxcel-conformance: 1 PASS, 1 FAIL, 1 UNSUPPORTED, 0 ERROR "
+        "(profile mlx-lm, target http://127.0.0.1:8080, 41.2 s)"
+    )
+    assert "\n" not in rep.summary_line()
+
+
+def test_records_grouped_in_family_order() -> None:
+    rep = report()
+    rep.add(record(Verdict.PASS, family="anthropic", feature="x"))
+    rep.add(record(Verdict.PASS, family="vendor-extra", feature="y"))
+    rep.add(record(Verdict.PASS, family="chat", feature="z"))
+    assert [r.family for r in rep.records] == ["chat", "anthropic", "vendor-extra"]
+
+
+def test_write_json_and_markdown(tmp_path: Path) -> None:
+    rep = report()
+    rep.add(record(Verdict.PASS, feature="text", checks=["sse_framing"]))
+    failure = ConformanceFailure("done_terminator", "no [DONE] | pipe\nnewline", Severity.CRITICAL)
+    rep.add(Record.from_failure("chat", "done", failure))
+    rep.add(
+        record(Verdict.UNSUPPORTED, family="responses", feature="stream", message="not claimed")
+    )
+    rep.finish(START + timedelta(seconds=3))
+    json_path, md_path = rep.write(tmp_path / "out")
+    assert json_path.name == "conformance.json" and md_path.name == "conformance.md"
+
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    assert data["summary"]["counts"] == {"PASS": 1, "FAIL": 1, "UNSUPPORTED": 1, "ERROR": 0}
+    assert data["summary"]["line"] == rep.summary_line()
+    assert data["families"]["chat"] == {"PASS": 1, "FAIL": 1, "UNSUPPORTED": 0, "ERROR": 0}
+    assert data["records"][1]["severity"] == "critical"
+    assert Report.from_dict(data).to_dict() == data
+
+    markdown = md_path.read_text(encoding="utf-8")
+    assert markdown.index("| chat | 1 | 1 | 0 | 0 |") < markdown.index("## chat")
+    assert markdown.index("## chat") < markdown.index("## responses")
+    assert "| done | FAIL (critical) | `done_terminator` |" in markdown
+    assert "pipe<br>newline" in markdown and "\\| pipe" in markdown
+    feature_rows = markdown[markdown.index("## chat") :].splitlines()
+    for row in (line for line in feature_rows if line.startswith("|")):
+        assert len(re.findall(r"(?<!\\)\|", row)) == 5, row  # four cells: escaping held
+
+
+def test_unfinished_report_uses_elapsed_time() -> None:
+    rep = Report(target="t", profile="mlxcel")
+    assert rep.finished is None and rep.duration_s >= 0
+    assert rep.to_dict()["finished"] is None

@@ -1,0 +1,58 @@
+"""Tests for mlxcel_conformance.profiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlxcel_conformance.errors import SetupError
+from mlxcel_conformance.profiles import FAMILIES, PROFILES, custom_profile, get_profile
+
+
+def test_mlxcel_claims_everything() -> None:
+    assert all(get_profile("mlxcel").claims(family) for family in FAMILIES)
+
+
+def test_mlx_lm() -> None:
+    profile = get_profile("mlx-lm")
+    assert profile.families == {"chat", "completions", "models", "health", "sdk-openai"}
+    for family in ("tokenize", "auth", "responses", "anthropic", "llama-native", "embeddings"):
+        assert not profile.claims(family)
+
+
+def test_llama_server_serves_responses_and_messages() -> None:
+    profile = get_profile("llama-server")
+    assert profile.claims("responses") and profile.claims("anthropic")
+    assert profile.claims("llama-native") and profile.claims("sdk-anthropic")
+    assert not profile.claims("schema")
+
+
+def test_openai() -> None:
+    assert get_profile("openai").families == {
+        "chat",
+        "completions",
+        "models",
+        "responses",
+        "sdk-openai",
+        "auth",
+    }
+
+
+def test_only_mlxcel_claims_the_schema_family() -> None:
+    assert [name for name, p in PROFILES.items() if p.claims("schema")] == ["mlxcel"]
+
+
+def test_unknown_profile_is_a_setup_error() -> None:
+    with pytest.raises(SetupError, match="mlx-lm"):
+        get_profile("vllm")
+
+
+def test_unknown_family_is_a_setup_error() -> None:
+    with pytest.raises(SetupError):
+        get_profile("mlxcel").claims("chat-completions")
+    with pytest.raises(SetupError):
+        custom_profile(["chat", "bogus"])
+
+
+def test_custom_profile() -> None:
+    profile = custom_profile(["chat", "models"])
+    assert profile.claims("chat") and not profile.claims("responses")

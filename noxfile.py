@@ -1,0 +1,59 @@
+"""Sessions: tests (the README's test command), conformance, fuzz, goldens, lint.
+
+Each session installs the project from this checkout into its own virtualenv, so CI needs
+nothing installed by hand.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = False
+
+
+
+def _install(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff and mypy."""
+    _install(session)
+    session.run("ruff", "check", ".")
+    session.run("mypy")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Lint, unit and suite self-tests, then the conformance suite against the reference server."""
+    _install(session)
+    session.run("ruff", "check", ".")
+    session.run("mypy")
+    session.run("pytest", "-q", *session.posargs)
+    session.run("mlxcel-conformance", "--report", "reports/reference")
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """The suite against --base-url URL (or the self-started reference server without one)."""
+    _install(session)
+    session.run("mlxcel-conformance", *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Long schemathesis fuzzing of the reference server against openapi/ (not in CI)."""
+    _install(session)
+    session.run(
+        "mlxcel-conformance", "-k", "schemathesis", "--fuzz-examples", "200", *session.posargs
+    )
+
+
+@nox.session
+def goldens(session: nox.Session) -> None:
+    """Re-record the golden transcripts from the reference server; read the diff after."""
+    _install(session)
+    session.run("python", "-m", "mlxcel_conformance.record_goldens", "--out", "goldens")
+    session.run("git", "diff", "--stat", "--", "goldens", external=True)
