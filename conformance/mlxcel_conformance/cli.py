@@ -12,8 +12,27 @@ from collections.abc import Sequence
 
 import pytest
 
+VALUE_OPTIONS = frozenset({
+    "--base-url", "--api-key", "--model", "--profile", "--report", "--goldens",
+    "--server-model", "--fuzz-examples",
+})
+
+
+def join_values(argv: Sequence[str]) -> list[str]:
+    """``--report DIR`` -> ``--report=DIR``: pytest guesses its rootdir from bare path-like
+    arguments before plugins declare their options, and would take DIR for a test path."""
+    out: list[str] = []
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in VALUE_OPTIONS and args:
+            arg = f"{arg}={args.pop(0)}"
+        out.append(arg)
+    return out
+
 
 def pytest_args(argv: Sequence[str]) -> list[str]:
+    argv = join_values(argv)
     return [
         "-p", "mlxcel_conformance.plugin",
         "--pyargs", "mlxcel_conformance.tests",

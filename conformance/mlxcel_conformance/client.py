@@ -52,15 +52,16 @@ class SuiteClient:
             text = response.read().decode("utf-8", errors="replace")
             return StreamResult(response.status_code, response.headers, text)
 
-    def model_for_requests(self) -> str:
-        """The ``model`` field to send: --model, else the first id from /v1/models, else a name."""
+    def model_for_requests(self) -> str | None:
+        """The ``model`` to send: --model, else the first id of /v1/models, else None (the
+        field is then left out, which every local server reads as "the loaded model")."""
         if self.target.model:
             return self.target.model
         try:
             data = self.get("/v1/models").json()
             self.target.model = str(data["data"][0]["id"])
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
-            self.target.model = "default"
+            return None
         return self.target.model
 
 

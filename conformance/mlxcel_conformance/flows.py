@@ -26,23 +26,26 @@ CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
 
 
-def chat_payload(model: str, content: str = "Say hello.", **fields: Any) -> dict[str, Any]:
+def with_model(model: str | None, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with ``model`` set, unless the model is unknown (then the field is omitted)."""
+    return payload if model is None else {"model": model, **payload}
+
+
+def chat_payload(model: str | None, content: str = "Say hello.", **fields: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {
-        "model": model,
         "messages": [{"role": "user", "content": content}],
         "max_tokens": 16,
         "temperature": 0,
     }
     payload.update(fields)
-    return payload
+    return with_model(model, payload)
 
 
-def completion_payload(model: str, prompt: Any = "The capital of France is",
+def completion_payload(model: str | None, prompt: Any = "The capital of France is",
                        **fields: Any) -> dict[str, Any]:
-    payload: dict[str, Any] = {"model": model, "prompt": prompt, "max_tokens": 16,
-                               "temperature": 0}
+    payload: dict[str, Any] = {"prompt": prompt, "max_tokens": 16, "temperature": 0}
     payload.update(fields)
-    return payload
+    return with_model(model, payload)
 
 
 @check("schema_conformance", severity=Severity.HIGH,

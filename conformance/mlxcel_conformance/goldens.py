@@ -38,14 +38,14 @@ def normalize(value: Any) -> Any:
     return value
 
 
-def send(client: SuiteClient, case: GoldenCase, model: str) -> dict[str, Any]:
+def send(client: SuiteClient, case: GoldenCase, model: str | None) -> dict[str, Any]:
     """Send the case's request; return the normalized transcript of the response."""
     kwargs: dict[str, Any] = {}
     if case.raw is not None:
         kwargs = {"content": case.raw.encode(), "headers": {"Content-Type": "application/json"}}
     elif case.json is not None:
         payload = dict(case.json)
-        if case.method == "POST" and case.path.startswith("/v1/"):
+        if case.method == "POST" and case.path.startswith("/v1/") and model is not None:
             payload.setdefault("model", model)
         kwargs = {"json": payload}
     with client.http.stream(case.method, case.path, **kwargs) as response:
@@ -129,7 +129,9 @@ def compare_shape(expected: Any, got: Any, path: str = "$") -> list[str]:
     if _kind(expected) != _kind(got):
         return [f"{path}: expected {_kind(expected)}, got {_kind(got)} ({_short(got)})"]
     if isinstance(expected, dict):
-        diffs = [f"{path}.{k}: missing" for k in expected if k not in got]
+        # A key the golden holds as null is optional in the spec: its absence is no diff.
+        diffs = [f"{path}.{k}: missing" for k in expected if k not in got
+                 and expected[k] is not None]
         for k in expected:
             if k in got:
                 diffs += compare_shape(expected[k], got[k], f"{path}.{k}")
@@ -168,7 +170,8 @@ def _event_kind(event: Any) -> str:
     choice = choices[0]
     if choice.get("finish_reason"):
         return "finish"
-    if (choice.get("delta") or {}).get("role"):
+    delta = choice.get("delta") or {}
+    if delta.get("role") and not (delta.get("content") or delta.get("tool_calls")):
         return "role"
     return "content"
 

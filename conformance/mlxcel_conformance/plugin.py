@@ -86,7 +86,7 @@ def client(target: Target) -> Iterator[SuiteClient]:
 
 
 @pytest.fixture(scope="session")
-def model_name(client: SuiteClient) -> str:
+def model_name(client: SuiteClient) -> str | None:
     return client.model_for_requests()
 
 
@@ -101,6 +101,16 @@ def golden_mode(pytestconfig: pytest.Config, target: Target) -> str:
 @pytest.fixture(scope="session")
 def profile(pytestconfig: pytest.Config) -> Profile:
     return pytestconfig.stash[_PROFILE_KEY]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``destructive`` (bad input that crashes weak servers) run last, so one
+    crash does not turn every later feature into a FAIL."""
+    def destructive(item: pytest.Item) -> bool:
+        mark = item.get_closest_marker("conformance")
+        return bool(mark and mark.kwargs.get("destructive"))
+
+    items.sort(key=destructive)
 
 
 def _marker(item: pytest.Item) -> tuple[str, str] | None:
@@ -121,7 +131,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"UNSUPPORTED: profile {profile.name} does not claim family {found[0]}")
 
 
-def _classify(excinfo: pytest.ExceptionInfo[BaseException]) -> Record:
+def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Record:
     exc = excinfo.value
     if isinstance(exc, ConformanceFailure):
         return Record(family="", feature="", verdict=Verdict.FAIL, checks=[exc.check],
@@ -131,9 +141,8 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException]) -> Record:
         return Record(family="", feature="", verdict=Verdict.ERROR, checks=[], severity=None,
                       message=str(exc), evidence={}, duration_s=0.0)
     kind = type(exc).__name__
-    server_fault = isinstance(exc, _SERVER_FAULTS) or type(exc).__module__.startswith(
-        ("openai", "anthropic")
-    )
+    # In an SDK round trip, whatever the SDK raises is its verdict on the server's answer.
+    server_fault = isinstance(exc, _SERVER_FAULTS) or family.startswith("sdk-")
     return Record(family="", feature="", verdict=Verdict.FAIL if server_fault else Verdict.ERROR,
                   checks=[kind], severity="high" if server_fault else None,
                   message=f"{kind}: {exc}"[:2000], evidence={}, duration_s=0.0)
@@ -163,7 +172,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
                             message="", evidence={}, duration_s=rep.duration)
         else:
             assert call.excinfo is not None
-            record = _classify(call.excinfo)
+            record = _classify(call.excinfo, family)
             record.family, record.feature, record.duration_s = family, feature, rep.duration
         item.config.stash[_REPORT_KEY].add(record)
 

@@ -21,6 +21,7 @@ FAMILIES: tuple[str, ...] = (
     "completions",
     "models",
     "health",
+    "observability",
     "tokenize",
     "auth",
     "responses",

@@ -23,7 +23,7 @@ def _bare(target: Target) -> httpx.Client:
 
 
 @pytest.mark.conformance(family="auth", feature="auth.missing_key")
-def test_missing_key_is_401(target: Target, model_name: str) -> None:
+def test_missing_key_is_401(target: Target, model_name: str | None) -> None:
     _needs_key(target)
     with _bare(target) as http:
         status, body = response_of(http.post("/v1/chat/completions", json=chat_payload(model_name)))
@@ -31,7 +31,7 @@ def test_missing_key_is_401(target: Target, model_name: str) -> None:
 
 
 @pytest.mark.conformance(family="auth", feature="auth.wrong_key")
-def test_wrong_key_is_401(target: Target, model_name: str) -> None:
+def test_wrong_key_is_401(target: Target, model_name: str | None) -> None:
     _needs_key(target)
     with _bare(target) as http:
         response = http.get("/v1/models", headers={"Authorization": "Bearer not-the-key"})

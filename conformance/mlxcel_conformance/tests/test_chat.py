@@ -15,30 +15,36 @@ STORY = "Tell me a story."
 
 
 @pytest.mark.conformance(family="chat", feature="chat.json.body")
-def test_chat_json_body(client: SuiteClient, model_name: str) -> None:
+def test_chat_json_body(client: SuiteClient, model_name: str | None) -> None:
     body = chat_json(client, chat_payload(model_name))
     assert body["choices"][0]["finish_reason"] in ("stop", "length")
 
 
 @pytest.mark.conformance(family="chat", feature="chat.stream.framing")
-def test_chat_stream_framing(client: SuiteClient, model_name: str) -> None:
+def test_chat_stream_framing(client: SuiteClient, model_name: str | None) -> None:
     stream = chat_stream(client, chat_payload(model_name))
     check_no_usage_chunk(stream.chunks)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.stream.usage_chunk")
-def test_chat_stream_usage_chunk_last(client: SuiteClient, model_name: str) -> None:
+def test_chat_stream_usage_chunk_last(client: SuiteClient, model_name: str | None) -> None:
     payload = chat_payload(model_name, stream_options={"include_usage": True})
     stream = chat_stream(client, payload)
     usage = check_usage_chunk_last(stream.chunks)
     body = chat_json(client, chat_payload(model_name))
     if usage["prompt_tokens"] != body["usage"]["prompt_tokens"]:
-        fail("usage_chunk_last", "streamed prompt_tokens differ from the non-streamed count",
-             streamed=usage, non_streamed=body["usage"])
+        fail(
+            "usage_chunk_last",
+            "streamed prompt_tokens differ from the non-streamed count",
+            streamed=usage,
+            non_streamed=body["usage"],
+        )
 
 
-@pytest.mark.conformance(family="chat", feature="chat.stream.empty_stream_options")
-def test_chat_stream_empty_stream_options(client: SuiteClient, model_name: str) -> None:
+@pytest.mark.conformance(
+    family="chat", feature="chat.stream.empty_stream_options", destructive=True
+)
+def test_chat_stream_empty_stream_options(client: SuiteClient, model_name: str | None) -> None:
     stream = chat_stream(client, chat_payload(model_name, stream_options={}))
     check_no_usage_chunk(stream.chunks)
     chat_json(client, chat_payload(model_name))  # the server still serves afterwards
@@ -46,7 +52,7 @@ def test_chat_stream_empty_stream_options(client: SuiteClient, model_name: str) 
 
 @pytest.mark.conformance(family="chat", feature="chat.max_tokens")
 @pytest.mark.parametrize("field", ["max_tokens", "max_completion_tokens"])
-def test_chat_token_limit(client: SuiteClient, model_name: str, field: str) -> None:
+def test_chat_token_limit(client: SuiteClient, model_name: str | None, field: str) -> None:
     payload = chat_payload(model_name, STORY)
     payload.pop("max_tokens")
     payload[field] = 3
@@ -54,12 +60,20 @@ def test_chat_token_limit(client: SuiteClient, model_name: str, field: str) -> N
     reason = body["choices"][0]["finish_reason"]
     used = body["usage"]["completion_tokens"]
     if used > 3 or (reason == "length" and used != 3):
-        fail("max_tokens_honoured", f"{field}=3 gave {used} completion tokens ({reason})",
-             usage=body["usage"], finish_reason=reason)
+        fail(
+            "max_tokens_honoured",
+            f"{field}=3 gave {used} completion tokens ({reason})",
+            usage=body["usage"],
+            finish_reason=reason,
+        )
     stream = chat_stream(client, {**payload, "stream_options": {"include_usage": True}})
     if stream.finish_reasons() != [reason]:
-        fail("max_tokens_honoured", "the stream ended for a different reason than the body",
-             streamed=stream.finish_reasons(), non_streamed=reason)
+        fail(
+            "max_tokens_honoured",
+            "the stream ended for a different reason than the body",
+            streamed=stream.finish_reasons(),
+            non_streamed=reason,
+        )
 
 
 def _stop_candidate(text: str) -> str | None:
@@ -72,7 +86,7 @@ def _stop_candidate(text: str) -> str | None:
 
 
 @pytest.mark.conformance(family="chat", feature="chat.stop.not_leaked")
-def test_chat_stop_string_never_leaks(client: SuiteClient, model_name: str) -> None:
+def test_chat_stop_string_never_leaks(client: SuiteClient, model_name: str | None) -> None:
     base = chat_payload(model_name, STORY, max_tokens=24, seed=7)
     text = message_content(chat_json(client, base))
     stop = _stop_candidate(text)
@@ -82,20 +96,26 @@ def test_chat_stop_string_never_leaks(client: SuiteClient, model_name: str) -> N
     body = chat_json(client, {**base, "stop": [stop, "@@never@@"]})
     got = message_content(body)
     if got != expected or body["choices"][0]["finish_reason"] != "stop":
-        fail("stop_not_leaked", f"stop {stop!r}: expected {expected!r}, got {got!r}",
-             finish_reason=body["choices"][0]["finish_reason"], unstopped=text)
+        fail(
+            "stop_not_leaked",
+            f"stop {stop!r}: expected {expected!r}, got {got!r}",
+            finish_reason=body["choices"][0]["finish_reason"],
+            unstopped=text,
+        )
     streamed = chat_stream(client, {**base, "stop": stop})
     if streamed.content != expected or streamed.finish_reasons() != ["stop"]:
-        fail("stop_not_leaked", f"stream with stop {stop!r} sent {streamed.content!r}",
-             expected=expected, finish_reasons=streamed.finish_reasons())
+        fail(
+            "stop_not_leaked",
+            f"stream with stop {stop!r} sent {streamed.content!r}",
+            expected=expected,
+            finish_reasons=streamed.finish_reasons(),
+        )
 
 
 @pytest.mark.conformance(family="chat", feature="chat.seed.deterministic")
-def test_chat_same_seed_same_text(client: SuiteClient, model_name: str) -> None:
-    payload = chat_payload(model_name, STORY, temperature=1.0, top_p=1.0, seed=1234,
-                           max_tokens=12)
+def test_chat_same_seed_same_text(client: SuiteClient, model_name: str | None) -> None:
+    payload = chat_payload(model_name, STORY, temperature=1.0, top_p=1.0, seed=1234, max_tokens=12)
     first = message_content(chat_json(client, payload))
     second = message_content(chat_json(client, payload))
     if first != second:
-        fail("seed_deterministic", "the same seed gave different text",
-             first=first, second=second)
+        fail("seed_deterministic", "the same seed gave different text", first=first, second=second)

@@ -9,7 +9,7 @@ import pytest
 
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import CHAT_PATH, chat_json, chat_payload, response_of
+from mlxcel_conformance.flows import CHAT_PATH, chat_json, chat_payload, response_of, with_model
 
 USER = [{"role": "user", "content": "Say hello."}]
 
@@ -26,23 +26,23 @@ BAD_BODIES: dict[str, Any] = {
 }
 
 
-@pytest.mark.conformance(family="chat", feature="chat.errors.invalid_body")
+@pytest.mark.conformance(family="chat", feature="chat.errors.invalid_body", destructive=True)
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
-def test_chat_invalid_body_is_400(client: SuiteClient, model_name: str, case: str) -> None:
-    payload = {"model": model_name, **BAD_BODIES[case]}
+def test_chat_invalid_body_is_400(client: SuiteClient, model_name: str | None, case: str) -> None:
+    payload = with_model(model_name, BAD_BODIES[case])
     status, body = response_of(client.post(CHAT_PATH, payload))
     check_error_body_openai(body, status=status, expected=400)
 
 
-@pytest.mark.conformance(family="chat", feature="chat.errors.malformed_json")
+@pytest.mark.conformance(family="chat", feature="chat.errors.malformed_json", destructive=True)
 @pytest.mark.parametrize("raw", [b"{not json", b"[1, 2, 3]", b""], ids=["broken", "array", "empty"])
 def test_chat_malformed_json_is_400(client: SuiteClient, raw: bytes) -> None:
     status, body = response_of(client.post_raw(CHAT_PATH, raw))
     check_error_body_openai(body, status=status, expected=400)
 
 
-@pytest.mark.conformance(family="chat", feature="chat.errors.loop_survives")
-def test_chat_serves_after_bad_input(client: SuiteClient, model_name: str) -> None:
+@pytest.mark.conformance(family="chat", feature="chat.errors.loop_survives", destructive=True)
+def test_chat_serves_after_bad_input(client: SuiteClient, model_name: str | None) -> None:
     for case in sorted(BAD_BODIES):
-        client.post(CHAT_PATH, {"model": model_name, **BAD_BODIES[case]})
+        client.post(CHAT_PATH, with_model(model_name, BAD_BODIES[case]))
     chat_json(client, chat_payload(model_name))

@@ -16,45 +16,56 @@ from mlxcel_conformance.flows import (
     completion_payload,
     completion_stream,
     response_of,
+    with_model,
 )
 
 
 @pytest.mark.conformance(family="completions", feature="completions.json.body")
-def test_completion_json_body(client: SuiteClient, model_name: str) -> None:
+def test_completion_json_body(client: SuiteClient, model_name: str | None) -> None:
     body = completion_json(client, completion_payload(model_name))
     if body["usage"]["completion_tokens"] > 16:
         fail("max_tokens_honoured", "more completion tokens than max_tokens", usage=body["usage"])
 
 
 @pytest.mark.conformance(family="completions", feature="completions.stream.framing")
-def test_completion_stream_framing(client: SuiteClient, model_name: str) -> None:
+def test_completion_stream_framing(client: SuiteClient, model_name: str | None) -> None:
     stream = completion_stream(client, completion_payload(model_name))
     check_no_usage_chunk(stream.chunks)
 
 
 @pytest.mark.conformance(family="completions", feature="completions.stream.usage_chunk")
-def test_completion_stream_usage_chunk(client: SuiteClient, model_name: str) -> None:
+def test_completion_stream_usage_chunk(client: SuiteClient, model_name: str | None) -> None:
     payload = completion_payload(model_name, stream_options={"include_usage": True})
     check_usage_chunk_last(completion_stream(client, payload).chunks)
 
 
 @pytest.mark.conformance(family="completions", feature="completions.stream.matches_json")
-def test_completion_stream_text_matches_json(client: SuiteClient, model_name: str) -> None:
+def test_completion_stream_text_matches_json(client: SuiteClient, model_name: str | None) -> None:
     payload = completion_payload(model_name, max_tokens=12)
     body = completion_json(client, payload)
     stream = completion_stream(client, payload)
     if stream.content != body["choices"][0]["text"]:
-        fail("stream_matches_json", "greedy stream text differs from the JSON text",
-             streamed=stream.content, non_streamed=body["choices"][0]["text"])
+        fail(
+            "stream_matches_json",
+            "greedy stream text differs from the JSON text",
+            streamed=stream.content,
+            non_streamed=body["choices"][0]["text"],
+        )
 
 
-@pytest.mark.conformance(family="completions", feature="completions.prompt.list_of_one")
-def test_completion_prompt_list_of_one_string(client: SuiteClient, model_name: str) -> None:
+@pytest.mark.conformance(
+    family="completions", feature="completions.prompt.list_of_one", destructive=True
+)
+def test_completion_prompt_list_of_one_string(client: SuiteClient, model_name: str | None) -> None:
     text = completion_json(client, completion_payload(model_name))["choices"][0]["text"]
     listed = completion_json(client, completion_payload(model_name, ["The capital of France is"]))
     if listed["choices"][0]["text"] != text:
-        fail("prompt_forms", "prompt ['x'] and prompt 'x' gave different greedy text",
-             string_prompt=text, list_prompt=listed["choices"][0]["text"])
+        fail(
+            "prompt_forms",
+            "prompt ['x'] and prompt 'x' gave different greedy text",
+            string_prompt=text,
+            list_prompt=listed["choices"][0]["text"],
+        )
     completion_json(client, completion_payload(model_name))  # still serving
 
 
@@ -67,10 +78,14 @@ BAD_BODIES: dict[str, Any] = {
 }
 
 
-@pytest.mark.conformance(family="completions", feature="completions.errors.invalid_body")
+@pytest.mark.conformance(
+    family="completions", feature="completions.errors.invalid_body", destructive=True
+)
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
-def test_completion_invalid_body_is_400(client: SuiteClient, model_name: str, case: str) -> None:
-    status, body = response_of(client.post(COMPLETIONS_PATH, {"model": model_name,
-                                                             **BAD_BODIES[case]}))
+def test_completion_invalid_body_is_400(
+    client: SuiteClient, model_name: str | None, case: str
+) -> None:
+    payload = with_model(model_name, BAD_BODIES[case])
+    status, body = response_of(client.post(COMPLETIONS_PATH, payload))
     check_error_body_openai(body, status=status, expected=400)
     completion_json(client, completion_payload(model_name, max_tokens=2))

@@ -25,17 +25,25 @@ def _params() -> list[Any]:
     return params
 
 
-@check("golden_transcript", severity=Severity.MEDIUM,
-       description="The response matches its golden transcript (exact or shape mode)")
+@check(
+    "golden_transcript",
+    severity=Severity.MEDIUM,
+    description="The response matches its golden transcript (exact or shape mode)",
+)
 def check_golden(expected: dict[str, Any], got: dict[str, Any], mode: str) -> None:
     diffs = compare_transcripts(expected, got, mode)
     if diffs:
-        fail("golden_transcript", f"{len(diffs)} difference(s) from the golden ({mode} mode): "
-             + "; ".join(diffs[:3]), mode=mode, diffs=diffs[:40])
+        fail(
+            "golden_transcript",
+            f"{len(diffs)} difference(s) from the golden ({mode} mode): " + "; ".join(diffs[:3]),
+            mode=mode,
+            diffs=diffs[:40],
+        )
 
 
 @pytest.mark.parametrize("doc", _params())
-def test_golden(client: SuiteClient, model_name: str, golden_mode: str,
-                doc: dict[str, Any]) -> None:
+def test_golden(
+    client: SuiteClient, model_name: str | None, golden_mode: str, doc: dict[str, Any]
+) -> None:
     got = send(client, case_from_document(doc), model_name)
     check_golden(doc["response"], got, golden_mode)

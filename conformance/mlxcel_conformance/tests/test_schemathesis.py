@@ -16,7 +16,7 @@ from schemathesis.core.failures import FailureGroup
 
 from mlxcel_conformance import spec
 from mlxcel_conformance.checks.registry import check, fail
-from mlxcel_conformance.errors import Severity
+from mlxcel_conformance.errors import SetupError, Severity
 from mlxcel_conformance.target import Target
 
 
@@ -71,7 +71,9 @@ def _text_only(body: Any) -> None:
     messages = body.get("messages") if isinstance(body, dict) else None
     for message in messages if isinstance(messages, list) else ():
         content = message.get("content") if isinstance(message, dict) else None
-        for i, part in enumerate(content if isinstance(content, list) else ()):
+        if not isinstance(content, list):
+            continue
+        for i, part in enumerate(content):
             if isinstance(part, dict) and part.get("type") in _MEDIA_PARTS:
                 content[i] = {"type": "text", "text": "media"}
 
@@ -89,18 +91,28 @@ def _clamp(body: Any, limits: dict[str, int]) -> None:
             body[name] = _clamp_ids(body[name], low, high)
 
 
-@check("schemathesis", severity=Severity.HIGH,
-       description="schemathesis' checks (status codes, schemas, no 5xx on generated input)")
+@check(
+    "schemathesis",
+    severity=Severity.HIGH,
+    description="schemathesis' checks (status codes, schemas, no 5xx on generated input)",
+)
 def run_schemathesis(target: Target, method: str, path: str, examples: int) -> None:
     schema = schemathesis.openapi.from_path(str(spec.spec_path()))
     schema.config.update(base_url=target.base_url, request_timeout=60)
     operation = schema.find_operation_by_label(f"{method} {path}")
+    if operation is None:
+        raise SetupError(f"{method} {path} is not in the spec")
     limits = _fuzz_limits()
     headers = target.auth_headers
 
-    @hypothesis.settings(max_examples=examples, deadline=None, derandomize=True, database=None,
-                         suppress_health_check=list(HealthCheck), phases=[
-                             hypothesis.Phase.explicit, hypothesis.Phase.generate])
+    @hypothesis.settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
+    )
     @hypothesis.given(case=operation.as_strategy())
     def fuzz(case: schemathesis.Case) -> None:
         _clamp(case.body, limits)
@@ -110,8 +122,11 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
     try:
         fuzz()
     except (AssertionError, FailureGroup) as exc:  # schemathesis' failures, with reproduction
-        fail("schemathesis", f"{method} {path}: {str(exc).strip().splitlines()[0]}",
-             details=str(exc)[:4000])
+        fail(
+            "schemathesis",
+            f"{method} {path}: {str(exc).strip().splitlines()[0]}",
+            details=str(exc)[:4000],
+        )
 
 
 @pytest.mark.parametrize(("method", "path"), _labels())

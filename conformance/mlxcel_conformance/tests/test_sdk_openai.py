@@ -15,50 +15,78 @@ MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def sdk_model(model_name: str | None) -> str:
+    # The SDK requires a model; "default_model" is what mlx-lm reads as "the loaded model".
+    return model_name or "default_model"
+
+
 def _sync(target: Target) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{target.base_url}/v1", api_key=target.api_key or "none",
-                         max_retries=0, timeout=60.0, _strict_response_validation=True)
+    return openai.OpenAI(
+        base_url=f"{target.base_url}/v1",
+        api_key=target.api_key or "none",
+        max_retries=0,
+        timeout=60.0,
+        _strict_response_validation=True,
+    )
 
 
 def _async(target: Target) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{target.base_url}/v1", api_key=target.api_key or "none",
-                              max_retries=0, timeout=60.0, _strict_response_validation=True)
+    return openai.AsyncOpenAI(
+        base_url=f"{target.base_url}/v1",
+        api_key=target.api_key or "none",
+        max_retries=0,
+        timeout=60.0,
+        _strict_response_validation=True,
+    )
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.chat.sync")
-def test_sdk_chat_sync(target: Target, model_name: str) -> None:
+def test_sdk_chat_sync(target: Target, sdk_model: str) -> None:
     with _sync(target) as client:
         completion = client.chat.completions.create(
-            model=model_name, messages=MESSAGES, max_tokens=8, temperature=0
+            model=sdk_model, messages=MESSAGES, max_tokens=8, temperature=0
         )
     if completion.choices[0].message.role != "assistant" or completion.usage is None:
-        fail("sdk_openai", "chat completion lacks the assistant role or usage",
-             body=completion.model_dump())
+        fail(
+            "sdk_openai",
+            "chat completion lacks the assistant role or usage",
+            body=completion.model_dump(),
+        )
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.chat.stream")
-def test_sdk_chat_stream(target: Target, model_name: str) -> None:
+def test_sdk_chat_stream(target: Target, sdk_model: str) -> None:
     with _sync(target) as client:
         stream = client.chat.completions.create(
-            model=model_name, messages=MESSAGES, max_tokens=8, temperature=0, stream=True,
+            model=sdk_model,
+            messages=MESSAGES,
+            max_tokens=8,
+            temperature=0,
+            stream=True,
             stream_options={"include_usage": True},
         )
         chunks = list(stream)
     if not chunks or chunks[-1].usage is None or chunks[-1].choices:
-        fail("sdk_openai", "the SDK stream did not end with the usage chunk",
-             last=chunks[-1].model_dump() if chunks else None)
+        fail(
+            "sdk_openai",
+            "the SDK stream did not end with the usage chunk",
+            last=chunks[-1].model_dump() if chunks else None,
+        )
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.chat.async")
-def test_sdk_chat_async(target: Target, model_name: str) -> None:
+def test_sdk_chat_async(target: Target, sdk_model: str) -> None:
     async def run() -> list[str]:
         async with _async(target) as client:
-            results = await asyncio.gather(*[
-                client.chat.completions.create(
-                    model=model_name, messages=MESSAGES, max_tokens=6, temperature=0
-                )
-                for _ in range(3)
-            ])
+            results = await asyncio.gather(
+                *[
+                    client.chat.completions.create(
+                        model=sdk_model, messages=MESSAGES, max_tokens=6, temperature=0
+                    )
+                    for _ in range(3)
+                ]
+            )
         return [r.choices[0].message.content or "" for r in results]
 
     texts = asyncio.run(run())
@@ -67,26 +95,37 @@ def test_sdk_chat_async(target: Target, model_name: str) -> None:
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.completions")
-def test_sdk_completions(target: Target, model_name: str) -> None:
+def test_sdk_completions(target: Target, sdk_model: str) -> None:
     with _sync(target) as client:
         completion = client.completions.create(
-            model=model_name, prompt="The capital of France is", max_tokens=8, temperature=0
+            model=sdk_model, prompt="The capital of France is", max_tokens=8, temperature=0
         )
     # The SDK types a completion choice's finish_reason as non-null, yet the real API streams
     # `finish_reason: null` until the last chunk: strict validation would reject OpenAI itself.
-    with openai.OpenAI(base_url=f"{target.base_url}/v1", api_key=target.api_key or "none",
-                       max_retries=0, timeout=60.0) as client:
+    with openai.OpenAI(
+        base_url=f"{target.base_url}/v1",
+        api_key=target.api_key or "none",
+        max_retries=0,
+        timeout=60.0,
+    ) as client:
         streamed = "".join(
             c.choices[0].text
             for c in client.completions.create(
-                model=model_name, prompt="The capital of France is", max_tokens=8,
-                temperature=0, stream=True,
+                model=sdk_model,
+                prompt="The capital of France is",
+                max_tokens=8,
+                temperature=0,
+                stream=True,
             )
             if c.choices
         )
     if streamed != completion.choices[0].text:
-        fail("sdk_openai", "streamed and non-streamed greedy completions differ",
-             streamed=streamed, non_streamed=completion.choices[0].text)
+        fail(
+            "sdk_openai",
+            "streamed and non-streamed greedy completions differ",
+            streamed=streamed,
+            non_streamed=completion.choices[0].text,
+        )
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.models")

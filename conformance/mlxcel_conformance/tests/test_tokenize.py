@@ -29,8 +29,13 @@ def test_tokenize_detokenize_round_trip(client: SuiteClient) -> None:
     body = json_body(response)
     check_schema("POST", "/detokenize", 200, body)
     if body.get("content") != TEXT:
-        fail("tokenize_round_trip", "detokenize(tokenize(text)) != text",
-             text=TEXT, tokens=tokens, content=body.get("content"))
+        fail(
+            "tokenize_round_trip",
+            "detokenize(tokenize(text)) != text",
+            text=TEXT,
+            tokens=tokens,
+            content=body.get("content"),
+        )
 
 
 @pytest.mark.conformance(family="tokenize", feature="tokenize.with_pieces")
@@ -40,8 +45,12 @@ def test_tokenize_with_pieces(client: SuiteClient) -> None:
     expect_status(response, 200)
     pieces = json_body(response)["tokens"]
     if [p.get("id") if isinstance(p, dict) else None for p in pieces] != plain:
-        fail("tokenize_pieces", "with_pieces ids differ from the plain ids",
-             plain=plain, pieces=pieces)
+        fail(
+            "tokenize_pieces",
+            "with_pieces ids differ from the plain ids",
+            plain=plain,
+            pieces=pieces,
+        )
 
 
 @pytest.mark.conformance(family="tokenize", feature="tokenize.detokenize_out_of_vocab")
@@ -49,13 +58,15 @@ def test_detokenize_out_of_vocabulary_is_500(client: SuiteClient) -> None:
     status, body = response_of(client.post("/detokenize", {"tokens": [1, 2**40]}))
     error = check_error_body_openai(body, status=status, expected=500)
     if error.get("type") != "server_error" or "out of vocabulary range" not in error["message"]:
-        fail("detokenize_oov", "expected server_error naming the out-of-vocabulary id",
-             body=body)
+        fail("detokenize_oov", "expected server_error naming the out-of-vocabulary id", body=body)
 
 
 @pytest.mark.conformance(family="tokenize", feature="tokenize.errors")
-@pytest.mark.parametrize("payload", [{}, {"content": 5}, {"tokens": "abc"}],
-                         ids=["missing", "content_number", "wrong_route_field"])
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"content": 5}, {"tokens": "abc"}],
+    ids=["missing", "content_number", "wrong_route_field"],
+)
 def test_tokenize_bad_input_is_400(client: SuiteClient, payload: dict[str, object]) -> None:
     path = "/detokenize" if "tokens" in payload else "/tokenize"
     status, body = response_of(client.post(path, payload))
