@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
-from . import __version__
-from .api import chat, completions, health, models, tokenize
+from . import __version__, api
 from .api.auth import ApiKeyMiddleware
 from .api.handlers import install_error_handlers
 from .api.state import AppState
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
 
-ROUTERS = (chat.router, completions.router, models.router, health.router, tokenize.router)
+
+def family_routers() -> list[APIRouter]:
+    """Every ``router`` defined by a module of ``mlxcel.api``: one module per API family, found
+    by name, so adding a family never edits this file."""
+    routers = []
+    for info in sorted(pkgutil.iter_modules(api.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{api.__name__}.{info.name}")
+        router = getattr(module, "router", None)
+        if isinstance(router, APIRouter):
+            routers.append(router)
+    return routers
 
 
 def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
@@ -38,7 +49,7 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.mlxcel = AppState(config=config, engine=engine)
-    for router in ROUTERS:
+    for router in family_routers():
         app.include_router(router)
     install_error_handlers(app)
     if config.api_key:

@@ -7,10 +7,16 @@ Nothing here knows HTTP or any API family.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 FinishReason = Literal["stop", "length", "error", "cancelled"]
+
+# mlx-lm's logits-processor signature: (generated token ids so far, logits) -> logits.
+LogitsProcessor = Callable[[Any, Any], Any]
+# Made fresh for each generation, so a stateful processor (a grammar matcher) starts clean.
+LogitsProcessorFactory = Callable[[], LogitsProcessor]
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class GenerationRequest:
     logprobs: bool = False
     top_logprobs: int = 0
     ignore_eos: bool = False
+    logits_processor_factories: tuple[LogitsProcessorFactory, ...] = ()
     request_id: str = ""
 
 

@@ -22,11 +22,7 @@ class StopMatcher:
         if not self._stops:
             return text
         buf = self._held + text
-        first: tuple[int, str] | None = None
-        for stop in self._stops:
-            pos = buf.find(stop)
-            if pos != -1 and (first is None or pos < first[0]):
-                first = (pos, stop)
+        first = self._first_complete(buf)
         if first is not None:
             self.matched = first[1]
             self._held = ""
@@ -39,6 +35,20 @@ class StopMatcher:
         """Release whatever is held once generation ends without a match."""
         held, self._held = self._held, ""
         return "" if self.matched is not None else held
+
+    def _first_complete(self, buf: str) -> tuple[int, str] | None:
+        """The occurrence that ends first (of those ending together, the longest).
+
+        Generation halts as soon as any stop string is complete, so a stop that starts earlier
+        but ends later is never seen; choosing by end keeps the result independent of how the
+        text was split into chunks.
+        """
+        best: tuple[int, int, str] | None = None
+        for stop in self._stops:
+            pos = buf.find(stop)
+            if pos != -1 and (best is None or (pos + len(stop), pos) < best[:2]):
+                best = (pos + len(stop), pos, stop)
+        return None if best is None else (best[1], best[2])
 
     def _longest_partial(self, buf: str) -> int:
         best = 0

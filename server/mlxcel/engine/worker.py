@@ -169,7 +169,8 @@ class Engine:
             model.model,
             max_tokens=max_tokens,
             sampler=build_sampler(request.sampling, model.vocab_size),
-            logits_processors=build_logits_processors(request.sampling),
+            logits_processors=build_logits_processors(request.sampling)
+            + [make() for make in request.logits_processor_factories],
             prefill_step_size=self.config.prefill_step_size,
         )
         self.stats.total_prefill_tokens += n_prompt
