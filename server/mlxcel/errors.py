@@ -7,7 +7,8 @@ Anthropic shape on the Anthropic routes)::
     MlxcelError                      status  type
     ├── InvalidRequestError          400     invalid_request_error
     │   └── ContextLengthExceeded    400     invalid_request_error (code context_length_exceeded)
-    ├── AuthenticationError          401     missing_api_key / invalid_api_key
+    ├── AuthenticationError          401     invalid_api_key
+    │   └── MissingApiKey            401     missing_api_key
     ├── RouteNotFound                404     invalid_request_error
     ├── MethodNotAllowed             405     invalid_request_error
     ├── ServerError                  500     server_error

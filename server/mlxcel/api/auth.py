@@ -18,8 +18,10 @@ def presented_key(authorization: str | None) -> str | None:
     if not authorization:
         return None
     value = authorization.strip()
-    if value.lower().startswith("bearer "):
-        value = value[7:].strip()
+    scheme, _, rest = value.partition(" ")
+    if scheme.lower() == "bearer":
+        # "Bearer" with nothing after it (the header stripped) is no key, not the key "Bearer".
+        value = rest.strip()
     return value or None
 
 
@@ -29,7 +31,8 @@ class ApiKeyMiddleware:
         self._key = api_key.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
+        exempt = scope.get("method") in ("GET", "HEAD") and scope["path"] in EXEMPT_PATHS
+        if scope["type"] != "http" or exempt:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])

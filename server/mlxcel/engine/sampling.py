@@ -10,6 +10,7 @@ from collections.abc import Callable
 import mlx.core as mx
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
+from ..errors import InvalidRequestError
 from .request import SamplingParams
 
 Sampler = Callable[[mx.array], mx.array]
@@ -37,3 +38,14 @@ def build_logits_processors(params: SamplingParams) -> list[LogitsProcessor]:
         presence_penalty=params.presence_penalty or None,
         frequency_penalty=params.frequency_penalty or None,
     )
+
+
+def check_logit_bias(params: SamplingParams, vocab_size: int) -> None:
+    """A bias key outside the vocabulary would index past the logits (MLX aborts the process)."""
+    for token_id in params.logit_bias or {}:
+        if not 0 <= token_id < vocab_size:
+            raise InvalidRequestError(
+                f"logit_bias token id {token_id} is out of vocabulary range "
+                f"(vocab_size {vocab_size}).",
+                param="logit_bias",
+            )

@@ -23,7 +23,7 @@ from .handle import RequestHandle
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_model
 from .request import Finished, FinishReason, GenerationRequest, TokenDelta, TokenLogprob
-from .sampling import build_logits_processors, build_sampler
+from .sampling import build_logits_processors, build_sampler, check_logit_bias
 from .stops import StopMatcher
 
 log = logging.getLogger("mlxcel.engine")
@@ -80,7 +80,8 @@ class Engine:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._jobs.put(None)
-        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -110,6 +111,7 @@ class Engine:
         n_prompt = len(request.prompt_tokens)
         if n_prompt == 0:
             raise InvalidRequestError("The prompt is empty.", param="prompt")
+        check_logit_bias(request.sampling, model.vocab_size)
         if n_prompt >= model.context_size:
             raise ContextLengthExceeded(
                 f"the request exceeds the available context size: {n_prompt} prompt tokens, "
@@ -147,17 +149,16 @@ class Engine:
         self.stats.sequences_started += 1
         self.stats.active_sequences = 1
         try:
-            self._generate(handle)
+            finished = self._generate(handle)
         except Exception as exc:  # noqa: BLE001 - one request's fault never stops the loop
             log.exception("generation failed for request %s", request.request_id)
-            handle.emit(
-                Finished("error", len(request.prompt_tokens), 0, error=f"{type(exc).__name__}")
-            )
-        finally:
-            self.stats.active_sequences = 0
-            self.stats.sequences_completed += 1
+            finished = Finished("error", len(request.prompt_tokens), 0, error=type(exc).__name__)
+        # The slot is free before the client hears the end, so /health never lags behind it.
+        self.stats.active_sequences = 0
+        self.stats.sequences_completed += 1
+        handle.emit(finished)
 
-    def _generate(self, handle: RequestHandle) -> None:
+    def _generate(self, handle: RequestHandle) -> Finished:
         assert self.model is not None and self._logprobs is not None
         model, request = self.model, handle.request
         n_prompt = len(request.prompt_tokens)
@@ -202,7 +203,7 @@ class Engine:
             tail = stops.feed(detok.flush()) + stops.flush()
             if tail:
                 handle.emit(TokenDelta(tail))
-        handle.emit(Finished(reason, n_prompt, generated, stop_string=stops.matched))
+        return Finished(reason, n_prompt, generated, stop_string=stops.matched)
 
     def _render_logprobs(
         self, request: GenerationRequest, logprobs: mx.array, token_id: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -12,13 +13,21 @@ from ..errors import InvalidRequestError
 M = TypeVar("M", bound=BaseModel)
 
 
+def _reject_constant(name: str) -> Any:
+    # Python's json reads NaN/Infinity, which are not JSON (RFC 8259) and no client should send.
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise InvalidRequestError("The request body is empty; a JSON object is required.")
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the constants above
         raise InvalidRequestError(f"The request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        message = "The request body is not valid JSON: nested too deeply."
+        raise InvalidRequestError(message) from None
     if not isinstance(data, dict):
         raise InvalidRequestError(
             f"The request body must be a JSON object, not {type(data).__name__}."
@@ -30,7 +39,7 @@ def validate_model(model: type[M], data: dict[str, Any]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        message, param = _describe(exc)
+        message, param = _describe(exc, data)
         raise InvalidRequestError(message, param=param) from None
     except (ValueError, TypeError) as exc:
         raise InvalidRequestError(f"Invalid request: {exc}") from None
@@ -40,13 +49,32 @@ def parse_body(model: type[M], raw: bytes) -> M:
     return validate_model(model, parse_json_object(raw))
 
 
-def _describe(exc: ValidationError) -> tuple[str, str | None]:
+def _describe(exc: ValidationError, data: dict[str, Any]) -> tuple[str, str | None]:
     """The first error as one sentence and the dotted path of the offending field."""
     first = exc.errors(include_url=False)[0]
-    loc = [str(p) for p in first.get("loc", ()) if not str(p).startswith("function-")]
-    param = ".".join(loc) or None
+    missing = first.get("type") == "missing"
+    param = ".".join(_field_path(first.get("loc", ()), data, missing)) or None
     msg = first.get("msg", "invalid value")
-    if first.get("type") == "missing":
+    if missing:
         return (f"Missing required parameter: '{param}'.", param)
     where = f"'{param}'" if param else "the request"
     return (f"Invalid value for {where}: {msg}.", param)
+
+
+def _field_path(loc: Sequence[str | int], data: Any, missing: bool) -> list[str]:
+    """The keys and indexes of ``loc`` that exist in the input (plus a missing field's name).
+
+    Pydantic also puts union members ('str', 'list[int]', 'function-before[...]') and model
+    names in ``loc``; they are no field a client sent, so following the input drops them.
+    """
+    path: list[str] = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif not (missing and i == len(loc) - 1):
+            continue
+        path.append(str(part))
+    return path

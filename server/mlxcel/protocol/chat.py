@@ -115,9 +115,6 @@ def to_generation_request(
     )
     limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
     sampling = request.sampling(defaults)
-    if sampling.logit_bias and any(not 0 <= k < model.vocab_size for k in sampling.logit_bias):
-        raise InvalidRequestError("logit_bias has a token id outside the vocabulary.",
-                                  param="logit_bias")
     return GenerationRequest(
         prompt_tokens=tuple(prompt),
         max_tokens=limit,

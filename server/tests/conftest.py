@@ -1,0 +1,24 @@
+"""Shared fixtures for the server's unit tests: the committed tiny model and its tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_MODEL = ROOT / "fixtures" / "models" / "qwen3-tiny"
+
+
+@pytest.fixture(scope="session")
+def fixture_model() -> str:
+    return str(FIXTURE_MODEL)
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> Any:
+    """The fixture's mlx-lm ``TokenizerWrapper`` (what the engine decodes with)."""
+    from mlx_lm.tokenizer_utils import load
+
+    return load(FIXTURE_MODEL)
