@@ -23,6 +23,20 @@ LogitsProcessorFactory = Callable[[], LogitsProcessor]
 
 
 @dataclass(frozen=True)
+class LoopDetection:
+    """Tail-repetition ("loop") detection: stop when a pattern of ``min_pattern_size`` to
+    ``max_pattern_size`` tokens repeats ``min_count`` times in a row at the end of the output."""
+
+    max_pattern_size: int = 0
+    min_pattern_size: int = 1
+    min_count: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_pattern_size > 0 and self.min_count >= 2
+
+
+@dataclass(frozen=True)
 class SamplingParams:
     """Per-request sampling settings; ``None`` fields take the server defaults."""
 
@@ -44,20 +58,11 @@ class SamplingParams:
     dry_sequence_breakers: tuple[int, ...] = ()
     xtc_probability: float = 0.0
     xtc_threshold: float = 0.1
-
-
-@dataclass(frozen=True)
-class LoopDetection:
-    """Tail-repetition ("loop") detection: stop when a pattern of ``min_pattern_size`` to
-    ``max_pattern_size`` tokens repeats ``min_count`` times in a row at the end of the output."""
-
-    max_pattern_size: int = 0
-    min_pattern_size: int = 1
-    min_count: int = 0
-
-    @property
-    def enabled(self) -> bool:
-        return self.max_pattern_size > 0 and self.min_count >= 2
+    # Not sampling strictly, but per-request generation policy carried the same way:
+    # None: the server-wide setting; False: prefill cold and donate nothing back.
+    cache_prompt: bool | None = None
+    # None: the server's policy (MLXCEL_LOOP_DETECTION, then the model family's default).
+    loop_detection: LoopDetection | None = None
 
 
 @dataclass(frozen=True)
@@ -74,10 +79,6 @@ class GenerationRequest:
     logits_processor_factories: tuple[LogitsProcessorFactory, ...] = ()
     request_id: str = ""
     priority: Priority = "normal"
-    # None: the server-wide setting; False: prefill cold and donate nothing back.
-    cache_prompt: bool | None = None
-    # None: the server's policy (MLXCEL_LOOP_DETECTION, then the model family's default).
-    loop_detection: LoopDetection | None = None
     # Streaming /v1/completions and native /completion are not counted in /metrics.
     count_in_metrics: bool = True
 

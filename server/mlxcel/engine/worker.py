@@ -127,11 +127,22 @@ class Engine:
             raise ModelLoading()
         return self.model
 
-    def submit(self, request: GenerationRequest, priority: Priority | None = None) -> RequestHandle:
+    def submit(
+        self,
+        request: GenerationRequest,
+        priority: Priority | None = None,
+        *,
+        count_in_metrics: bool | None = None,
+    ) -> RequestHandle:
         """Queue a request; raises 400 for a prompt that cannot fit a slot, 503 when full."""
         model = self.require_model()
-        if priority is not None and priority != request.priority:
-            request = dataclasses.replace(request, priority=priority)
+        changes: dict[str, Any] = {}
+        if priority is not None:
+            changes["priority"] = priority
+        if count_in_metrics is not None:
+            changes["count_in_metrics"] = count_in_metrics
+        if changes:
+            request = dataclasses.replace(request, **changes)
         n_prompt = len(request.prompt_tokens)
         if n_prompt == 0:
             raise InvalidRequestError("The prompt is empty.", param="prompt")
@@ -215,7 +226,7 @@ class Engine:
             handle.emit(Finished("length", len(prompt), 0))
             return
         cached, cache = 0, None
-        if self.prompt_cache is not None and request.cache_prompt is not False:
+        if self.prompt_cache is not None and request.sampling.cache_prompt is not False:
             cached, cache = self.prompt_cache.lookup(prompt)
         seq = ActiveSequence(
             slot=slot,
@@ -223,7 +234,7 @@ class Engine:
             handle=handle,
             detok=IncrementalDetokenizer(model.tokenizer),
             stops=StopMatcher(request.stop),
-            loop=loop_detection.resolve(request.loop_detection, model.config),
+            loop=loop_detection.resolve(request.sampling.loop_detection, model.config),
             eos=set() if request.ignore_eos else model.eos_token_ids,
             max_tokens=max_tokens,
             cached_tokens=cached,
@@ -301,7 +312,7 @@ class Engine:
     ) -> None:
         request = seq.handle.request
         donate = (
-            self.prompt_cache is not None and request.cache_prompt is not False
+            self.prompt_cache is not None and request.sampling.cache_prompt is not False
             and reason != "error"
         )
         if not removed and self._batch is not None:
