@@ -119,7 +119,8 @@ class Finished:
     completion_tokens: int
     error: str | None = None
     stop_string: str | None = None
-    cached_tokens: int = 0
+    # Prompt tokens served from the prompt cache: accounting, not part of the outcome.
+    cached_tokens: int = field(default=0, compare=False)
 
 
 EngineEvent = TokenDelta | Finished

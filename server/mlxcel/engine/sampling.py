@@ -10,11 +10,14 @@ the log-probability row of one sequence, shape ``(1, vocab)``.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 
 import mlx.core as mx
 
+from ..errors import InvalidRequestError
 from .request import SamplingParams
 
+Sampler = Callable[[mx.array], mx.array]
 NEG_INF = float("-inf")
 # mx.random.key takes an unsigned 64-bit seed; llama-server's "no seed" is u64::MAX.
 SEED_MASK = (1 << 64) - 1
@@ -97,3 +100,19 @@ class RequestSampler:
         if p.xtc_probability > 0.0 and p.xtc_threshold < 0.5:
             logits = _xtc(logits, p.xtc_threshold, p.xtc_probability, self._split())
         return mx.random.categorical(logits, axis=-1, key=self._split())
+
+
+def build_sampler(params: SamplingParams, vocab_size: int) -> RequestSampler:
+    """The sampler for one request (a fresh random stream per request)."""
+    return RequestSampler(params, vocab_size)
+
+
+def check_logit_bias(params: SamplingParams, vocab_size: int) -> None:
+    """A bias key outside the vocabulary would index past the logits (MLX aborts the process)."""
+    for token_id in params.logit_bias or {}:
+        if not 0 <= token_id < vocab_size:
+            raise InvalidRequestError(
+                f"logit_bias token id {token_id} is out of vocabulary range "
+                f"(vocab_size {vocab_size}).",
+                param="logit_bias",
+            )

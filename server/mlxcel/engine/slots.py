@@ -35,8 +35,19 @@ class SequenceGuard:
                 mx.eval(out)  # surface a failure here, not later inside the batch's eval
                 return out
             except Exception as exc:  # noqa: BLE001 - recorded, reported as this request's error
-                self.error = f"{type(exc).__name__}: {exc}"
+                self.error = type(exc).__name__
                 return logits
+
+        return guarded
+
+    def sampler(self, inner: Callable[[mx.array], mx.array]) -> Callable[[mx.array], mx.array]:
+        def guarded(logprobs: mx.array) -> mx.array:
+            if self.error is None:
+                try:
+                    return inner(logprobs)
+                except Exception as exc:  # noqa: BLE001 - recorded as this request's error
+                    self.error = type(exc).__name__
+            return mx.argmax(logprobs, axis=-1)
 
         return guarded
 

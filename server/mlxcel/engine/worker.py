@@ -35,7 +35,7 @@ from .prompt_cache import (
     PromptCache,
 )
 from .request import Finished, FinishReason, GenerationRequest, Priority, TokenDelta, TokenLogprob
-from .sampling import RequestSampler
+from .sampling import build_sampler, check_logit_bias
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
 from .stats import EngineStats, RequestMetrics
@@ -50,7 +50,7 @@ __all__ = ["Engine", "EngineConfig", "EngineStats"]
 class EngineConfig:
     model: str
     ctx_size: int = 0  # total context, divided among the slots; 0 = the model's own per slot
-    parallel: int = 4
+    parallel: int = 1  # the CLI's default is 4 (--parallel)
     prefill_step_size: int = 256
     max_queue: int = 0  # 0 = 4 x parallel
     cache_prompt: bool = True
@@ -146,6 +146,7 @@ class Engine:
         n_prompt = len(request.prompt_tokens)
         if n_prompt == 0:
             raise InvalidRequestError("The prompt is empty.", param="prompt")
+        check_logit_bias(request.sampling, model.vocab_size)
         if n_prompt >= model.context_size:
             raise ContextLengthExceeded(
                 f"the request exceeds the available context size: {n_prompt} prompt tokens, "
@@ -215,7 +216,7 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - this request fails, the loop goes on
                 log.exception("could not start request %s", handle.request.request_id)
                 n = len(handle.request.prompt_tokens)
-                handle.emit(Finished("error", n, 0, error=f"{type(exc).__name__}: {exc}"))
+                handle.emit(Finished("error", n, 0, error=type(exc).__name__))
 
     def _start(self, slot: int, handle: RequestHandle) -> None:
         assert self.model is not None and self._batch is not None
@@ -246,7 +247,7 @@ class Engine:
             max_tokens=[max_tokens],
             caches=[cache] if cache is not None else None,
             all_tokens=[list(prompt[:cached])],
-            samplers=[RequestSampler(request.sampling, model.vocab_size)],
+            samplers=[seq.guard.sampler(build_sampler(request.sampling, model.vocab_size))],
             logits_processors=[processors],
         )
         self.slots[slot] = seq
@@ -264,7 +265,7 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - the batch is lost, the loop is not
             log.exception("batch step failed; ending the %d running requests", len(self._by_uid))
             for seq in list(self._by_uid.values()):
-                self._finish(seq, "error", error=f"{type(exc).__name__}: {exc}", removed=True)
+                self._finish(seq, "error", error=type(exc).__name__, removed=True)
             self._batch = self._new_batch()
             return
         if responses:
@@ -328,9 +329,10 @@ class Engine:
             reason, seq.prompt_len, len(seq.generated), error=error,
             stop_string=seq.stops.matched, cached_tokens=seq.cached_tokens,
         )
-        seq.handle.emit(finished)
         self.metrics.record(request, finished, time.monotonic() - seq.started)
         self.stats.sequences_completed += 1
         self.slots[seq.slot] = None
         self._by_uid.pop(seq.uid, None)
         self.stats.active_sequences = self.active_sequences
+        # The slot is free before the client hears the end, so /health never lags behind it.
+        seq.handle.emit(finished)

@@ -80,7 +80,7 @@ class OpenAISamplingFields(BaseModel):
             top_p=_pick(self.top_p, defaults.top_p),
             top_k=_pick(self.top_k, defaults.top_k),
             min_p=_pick(self.min_p, defaults.min_p),
-            seed=self.seed if self.seed is not None else defaults.seed,
+            seed=normalize_seed(self.seed if self.seed is not None else defaults.seed),
             repetition_penalty=_pick(self.repetition_penalty, defaults.repeat_penalty),
             repetition_context_size=_pick(self.repetition_context_size, defaults.repeat_last_n),
             presence_penalty=_pick(self.presence_penalty, defaults.presence_penalty),
@@ -134,6 +134,16 @@ class OpenAISamplingFields(BaseModel):
 
 
 T = TypeVar("T", int, float)
+
+SEED_SPACE = 2**64
+
+
+def normalize_seed(seed: int | None) -> int | None:
+    """llama-server's -1 means "random"; any other integer (negative or beyond 64 bits, both
+    valid JSON) is folded into MLX's unsigned 64-bit seed space."""
+    if seed is None or seed == -1:
+        return None
+    return seed % SEED_SPACE
 
 
 def _pick(value: T | None, default: T) -> T:
