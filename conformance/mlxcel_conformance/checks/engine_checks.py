@@ -125,7 +125,7 @@ def check_metrics_names(text: str) -> dict[str, float]:
         fail("metrics_names", "metrics missing from /metrics", missing=missing)
     for name in METRIC_NAMES:
         if f"# TYPE {name} " not in text:
-            fail("metrics_names", f"{name} has no TYPE line under its own name", name=name)
+            fail("metrics_names", f"{name} has no TYPE line under its own name", metric=name)
     return values
 
 
@@ -138,7 +138,7 @@ def check_metrics_delta(
         moved = after.get(name, 0.0) - before.get(name, 0.0)
         if abs(moved - delta) > 1e-9:
             fail("metrics_counters_exact", f"{name} moved by {moved:g}, expected {delta:g}",
-                 name=name, before=before.get(name), after=after.get(name), expected=delta)
+                 metric=name, before=before.get(name), after=after.get(name), expected=delta)
 
 
 @check("cache_stats_fields", severity=Severity.MEDIUM,

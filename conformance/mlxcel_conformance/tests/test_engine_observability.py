@@ -224,8 +224,9 @@ def test_high_priority_admitted_first(client: SuiteClient, model_name: str | Non
         finally:
             for release in releases:
                 release.set()
-        for future in [*holders, low]:
-            future.result()
+        low.result()
+        for holder in holders:
+            holder.result()
     check_priority_order(order)
 
 

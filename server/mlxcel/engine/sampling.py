@@ -102,8 +102,15 @@ class RequestSampler:
         return mx.random.categorical(logits, axis=-1, key=self._split())
 
 
-def build_sampler(params: SamplingParams, vocab_size: int) -> RequestSampler:
-    """The sampler for one request (a fresh random stream per request)."""
+def greedy_sampler(logprobs: mx.array) -> mx.array:
+    return mx.argmax(logprobs, axis=-1)
+
+
+def build_sampler(params: SamplingParams, vocab_size: int) -> Sampler:
+    """The sampler for one request: a fresh random stream per request; greedy requests share
+    one function, so a batch of them is sampled in one call (mlx-lm batches a shared sampler)."""
+    if params.temperature <= 0.0:
+        return greedy_sampler
     return RequestSampler(params, vocab_size)
 
 

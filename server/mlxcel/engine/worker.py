@@ -35,7 +35,7 @@ from .prompt_cache import (
     PromptCache,
 )
 from .request import Finished, FinishReason, GenerationRequest, Priority, TokenDelta, TokenLogprob
-from .sampling import build_sampler, check_logit_bias
+from .sampling import build_sampler, check_logit_bias, greedy_sampler
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
 from .stats import EngineStats, RequestMetrics
@@ -240,6 +240,9 @@ class Engine:
             max_tokens=max_tokens,
             cached_tokens=cached,
         )
+        sampler = build_sampler(request.sampling, model.vocab_size)
+        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
+            sampler = seq.guard.sampler(sampler)
         processors: list[Any] = build_logits_processors(request.sampling)
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
         (seq.uid,) = self._batch.insert(
@@ -247,7 +250,7 @@ class Engine:
             max_tokens=[max_tokens],
             caches=[cache] if cache is not None else None,
             all_tokens=[list(prompt[:cached])],
-            samplers=[seq.guard.sampler(build_sampler(request.sampling, model.vocab_size))],
+            samplers=[sampler],
             logits_processors=[processors],
         )
         self.slots[slot] = seq
