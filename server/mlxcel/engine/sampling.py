@@ -89,8 +89,11 @@ class RequestSampler:
         if self.greedy:
             return mx.argmax(logprobs, axis=-1)
         logits = logprobs.astype(mx.float32) / p.temperature
+        ids = None
         if self.top_k:
-            logits = _top_k(logits, self.top_k)
+            # Keep only the k best as candidates: every later filter then works on k values.
+            ids = mx.argpartition(-logits, kth=self.top_k - 1, axis=-1)[..., : self.top_k]
+            logits = mx.take_along_axis(logits, ids, axis=-1)
         if p.p_less:
             logits = _p_less(logits)
         if 0.0 < p.top_p < 1.0:
@@ -99,7 +102,10 @@ class RequestSampler:
             logits = _min_p(logits, p.min_p)
         if p.xtc_probability > 0.0 and p.xtc_threshold < 0.5:
             logits = _xtc(logits, p.xtc_threshold, p.xtc_probability, self._split())
-        return mx.random.categorical(logits, axis=-1, key=self._split())
+        choice = mx.random.categorical(logits, axis=-1, key=self._split())
+        if ids is None:
+            return choice
+        return mx.take_along_axis(ids, choice[..., None], axis=-1)[..., 0]
 
 
 def greedy_sampler(logprobs: mx.array) -> mx.array:
