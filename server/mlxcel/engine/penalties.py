@@ -7,6 +7,7 @@ A processor is mlx-lm's ``(tokens, logits) -> logits``: ``tokens`` is the sequen
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import mlx.core as mx
@@ -59,6 +60,10 @@ class DryPenalty:
         self.last_n = params.dry_penalty_last_n
         self.breakers = frozenset(params.dry_sequence_breakers)
 
+    def _amount(self, length: int) -> float:
+        # Extreme (but valid) base/multiplier values saturate to a ban instead of raising.
+        return min(self.multiplier * _pow_or_inf(self.base, length - self.allowed), 1e30)
+
     def __call__(self, tokens: mx.array, logits: mx.array) -> mx.array:
         history: list[int] = tokens.tolist()  # type: ignore[assignment]
         if self.last_n > 0:
@@ -67,12 +72,16 @@ class DryPenalty:
         if not found:
             return logits
         ids = mx.array(list(found))
-        amounts = mx.array(
-            [self.multiplier * self.base ** (n - self.allowed) for n in found.values()],
-            dtype=logits.dtype,
-        )
+        amounts = mx.array([self._amount(n) for n in found.values()], dtype=logits.dtype)
         logits[:, ids] = logits[:, ids] - amounts
         return logits
+
+
+def _pow_or_inf(base: float, exponent: int) -> float:
+    try:
+        return float(base**exponent)
+    except OverflowError:
+        return math.inf
 
 
 def build_logits_processors(params: SamplingParams) -> list[LogitsProcessor]:

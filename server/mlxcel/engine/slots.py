@@ -26,13 +26,19 @@ class SequenceGuard:
     def __init__(self) -> None:
         self.error: str | None = None
 
-    def processor(self, inner: Callable[[mx.array, mx.array], mx.array]) -> Callable[..., Any]:
+    def processor(
+        self, inner: Callable[[mx.array, mx.array], mx.array], *, eval_now: bool = True
+    ) -> Callable[..., Any]:
+        """``eval_now`` surfaces a failure here rather than later inside the batch's eval
+        (user-supplied processors such as grammars); built-in ones skip that cost."""
+
         def guarded(tokens: mx.array, logits: mx.array) -> mx.array:
             if self.error is not None:
                 return logits
             try:
                 out = inner(tokens, logits)
-                mx.eval(out)  # surface a failure here, not later inside the batch's eval
+                if eval_now:
+                    mx.eval(out)
                 return out
             except Exception as exc:  # noqa: BLE001 - recorded, reported as this request's error
                 self.error = type(exc).__name__

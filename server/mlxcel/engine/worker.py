@@ -243,7 +243,8 @@ class Engine:
         sampler = build_sampler(request.sampling, model.vocab_size)
         if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
             sampler = seq.guard.sampler(sampler)
-        processors: list[Any] = build_logits_processors(request.sampling)
+        builtin = build_logits_processors(request.sampling)
+        processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
         (seq.uid,) = self._batch.insert(
             [list(prompt[cached:])],
@@ -332,7 +333,13 @@ class Engine:
             reason, seq.prompt_len, len(seq.generated), error=error,
             stop_string=seq.stops.matched, cached_tokens=seq.cached_tokens,
         )
-        self.metrics.record(request, finished, time.monotonic() - seq.started)
+        elapsed = time.monotonic() - seq.started
+        self.metrics.record(request, finished, elapsed)
+        log.info(
+            "request %s finished: %s, prompt %d (cached %d), completion %d, %.3f s, priority %s%s",
+            request.request_id or "-", reason, seq.prompt_len, seq.cached_tokens,
+            len(seq.generated), elapsed, request.priority, f", error {error}" if error else "",
+        )
         self.stats.sequences_completed += 1
         self.slots[seq.slot] = None
         self._by_uid.pop(seq.uid, None)
