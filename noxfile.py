@@ -57,3 +57,12 @@ def goldens(session: nox.Session) -> None:
     _install(session)
     session.run("python", "-m", "mlxcel_conformance.record_goldens", "--out", "goldens")
     session.run("git", "diff", "--stat", "--", "goldens", external=True)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Load sweep of mlxcel-server vs in-process mlx-lm and mlx_lm.server, plus micro-benchmarks;
+    results in benchmarks/results/ (JSON + PNG). Pass arguments to benchmarks.run after --."""
+    session.install("-e", ".[dev,bench]")
+    session.run("pytest", "-q", "benchmarks/micro", "--benchmark-only")
+    session.run("python", "-m", "benchmarks.run", *session.posargs)

@@ -18,7 +18,9 @@ from .golden_cases import GoldenCase
 from .sse import parse_sse
 
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
-            "model": "<model>", "owned_by": "<owner>"}
+            "model": "<model>", "owned_by": "<owner>",
+            # what earlier requests left in the prompt cache decides this one
+            "cached_tokens": "<cached_tokens>"}
 
 
 def goldens_dir() -> Path:

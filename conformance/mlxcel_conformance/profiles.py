@@ -31,6 +31,8 @@ FAMILIES: tuple[str, ...] = (
     "schema",
     "sdk-openai",
     "sdk-anthropic",
+    # mlxcel's extensions (sampling fields, seeded batching, admission control): mlxcel only.
+    "mlxcel-ext",
 )
 
 
@@ -68,7 +70,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "llama-server",
-            frozenset(FAMILIES) - {"schema"},
+            frozenset(FAMILIES) - {"schema", "mlxcel-ext"},
             "llama.cpp's llama-server",
         ),
         Profile(

@@ -56,7 +56,8 @@ class ReferenceServer:
 
     model: str | None = None
     api_key: str | None = SELF_STARTED_API_KEY
-    extra_args: Sequence[str] = ()
+    # /metrics exists only with --metrics; the suite checks it on the reference server.
+    extra_args: Sequence[str] = ("--metrics",)
     startup_timeout: float = 120.0
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None

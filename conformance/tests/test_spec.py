@@ -36,6 +36,12 @@ EXPECTED_OPERATIONS = {
     ("GET", "/"): ("health", ("200", "503")),
     ("POST", "/tokenize"): ("tokenize", ("200", "400", "401")),
     ("POST", "/detokenize"): ("tokenize", ("200", "400", "401", "500")),
+    # engine observability
+    ("GET", "/slots"): ("observability", ("200", "401", "503")),
+    ("GET", "/props"): ("observability", ("200", "401")),
+    ("GET", "/metrics"): ("observability", ("200", "401")),
+    ("GET", "/v1/cache/stats"): ("observability", ("200", "401")),
+    ("POST", "/v1/cache/reset"): ("observability", ("200", "401")),
 }
 
 

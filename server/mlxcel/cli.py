@@ -14,7 +14,9 @@ from . import __version__
 from .app import create_app
 from .bundled import bundled_model_path
 from .config import GenerationDefaults, ServerConfig
+from .engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from .engine.worker import Engine, EngineConfig
+from .observability import start_metrics_server
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -50,9 +52,64 @@ def build_parser() -> argparse.ArgumentParser:
     add("--seed", type=int, default=None)
     add("--repeat-penalty", type=float, default=d.repeat_penalty)
     add("--repeat-last-n", type=int, default=d.repeat_last_n)
+    add("--frequency-penalty", type=float, default=d.frequency_penalty)
+    add("--presence-penalty", type=float, default=d.presence_penalty)
+    add("--dry-multiplier", type=float, default=d.dry_multiplier)
+    add("--dry-base", type=float, default=d.dry_base)
+    add("--dry-allowed-length", type=int, default=d.dry_allowed_length)
+    add("--dry-penalty-last-n", type=int, default=d.dry_penalty_last_n)
+    add("--xtc-probability", type=float, default=d.xtc_probability)
+    add("--xtc-threshold", type=float, default=d.xtc_threshold)
+    add_engine_flags(p)
     add("--log-level", default=_env("MLXCEL_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"])
     return p
+
+
+def _flag(name: str) -> bool:
+    return (_env(name, "") or "").lower() in ("1", "true", "on", "yes", "enabled")
+
+
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    """Slots, queue, prompt cache and observability flags."""
+    add = p.add_argument
+    add("-np", "--parallel", type=int, default=int(_env("LLAMA_ARG_N_PARALLEL", "4") or 4),
+        help="number of parallel slots (continuous batching) [env LLAMA_ARG_N_PARALLEL]")
+    add("--max-queue", type=int, default=int(_env("MLXCEL_MAX_QUEUE", "0") or 0),
+        help="prefill queue capacity; beyond it requests get 503 (0 = 4 x --parallel) "
+        "[env MLXCEL_MAX_QUEUE]")
+    add("--prefill-step-size", type=int, default=256,
+        help="prompt tokens per prefill chunk, interleaved with decoding")
+    add("--no-cache-prompt", dest="cache_prompt", action="store_false",
+        default=not _flag("LLAMA_ARG_NO_CACHE_PROMPT"),
+        help="disable prompt-prefix reuse [env LLAMA_ARG_NO_CACHE_PROMPT]")
+    add("--cache-bytes", type=int, default=DEFAULT_CAPACITY_BYTES,
+        help="prompt cache capacity in bytes")
+    add("--cache-entries", type=int, default=DEFAULT_MAX_ENTRIES,
+        help="prompt cache capacity in entries")
+    add("--cache-ttl", type=float, default=DEFAULT_TTL_S, help="prompt cache entry TTL, seconds")
+    add("--metrics", action="store_true", default=_flag("LLAMA_ARG_ENDPOINT_METRICS"),
+        help="serve Prometheus /metrics [env LLAMA_ARG_ENDPOINT_METRICS]")
+    add("--metrics-port", type=int, default=None,
+        help="also serve Prometheus metrics on this port (implies --metrics)")
+    add("--slots", dest="slots", action="store_true",
+        default=_env("LLAMA_ARG_ENDPOINT_SLOTS", "1") not in ("0", "false", "off"),
+        help="serve /slots (default on) [env LLAMA_ARG_ENDPOINT_SLOTS]")
+    add("--no-slots", dest="slots", action="store_false", help="do not serve /slots")
+
+
+def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfig:
+    return EngineConfig(
+        model=config.model,
+        ctx_size=config.ctx_size,
+        parallel=max(1, args.parallel),
+        prefill_step_size=max(1, args.prefill_step_size),
+        max_queue=max(0, args.max_queue),
+        cache_prompt=args.cache_prompt,
+        cache_bytes=args.cache_bytes,
+        cache_entries=args.cache_entries,
+        cache_ttl_s=args.cache_ttl,
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -65,6 +122,14 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         seed=args.seed,
         repeat_penalty=args.repeat_penalty,
         repeat_last_n=args.repeat_last_n,
+        frequency_penalty=args.frequency_penalty,
+        presence_penalty=args.presence_penalty,
+        dry_multiplier=args.dry_multiplier,
+        dry_base=args.dry_base,
+        dry_allowed_length=args.dry_allowed_length,
+        dry_penalty_last_n=args.dry_penalty_last_n,
+        xtc_probability=args.xtc_probability,
+        xtc_threshold=args.xtc_threshold,
     )
     return ServerConfig(
         model=args.model or str(bundled_model_path()),
@@ -74,6 +139,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         ctx_size=args.ctx_size,
         alias=args.alias,
         defaults=defaults,
+        parallel=max(1, args.parallel),
+        metrics=bool(args.metrics or args.metrics_port),
+        metrics_port=args.metrics_port,
+        slots=args.slots,
     )
 
 
@@ -83,8 +152,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     config = config_from_args(args)
-    engine = Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size))
+    engine = Engine(engine_config(args, config))
     app = create_app(config, engine)
+    if config.metrics_port:
+        start_metrics_server(config.metrics_port, engine, config)
     server = uvicorn.Server(
         uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level)
     )

@@ -19,6 +19,12 @@ class GenerationDefaults:
     repeat_last_n: int = 64
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
+    dry_multiplier: float = 0.0
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    dry_penalty_last_n: int = 0
+    xtc_probability: float = 0.0
+    xtc_threshold: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -30,3 +36,7 @@ class ServerConfig:
     ctx_size: int = 0
     alias: str | None = None
     defaults: GenerationDefaults = field(default_factory=GenerationDefaults)
+    parallel: int = 4
+    metrics: bool = False
+    metrics_port: int | None = None
+    slots: bool = True

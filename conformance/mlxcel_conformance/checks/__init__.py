@@ -2,7 +2,7 @@
 
 One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completions`,
 `openai_common` (usage, logprobs), `errors_checks`, `responses_events`, `responses_body`,
-`anthropic_events`, `anthropic_body`.
+`anthropic_events`, `anthropic_body`, `engine_checks`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ CHECK_MODULES = (
     "responses_body",
     "anthropic_events",
     "anthropic_body",
+    "engine_checks",
 )
 
 for _module in CHECK_MODULES:

@@ -20,6 +20,7 @@ from ..protocol.chat import (
 from ..protocol.logprobs import render_token_logprob
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
+from .priority import request_priority
 from .state import FINGERPRINT, app_state
 
 router = APIRouter()
@@ -31,7 +32,7 @@ async def create_chat_completion(request: Request) -> Response:
     body = parse_body(ChatCompletionRequest, await request.body())
     model = state.require_model()
     gen = to_generation_request(body, model, state.config.defaults)
-    handle = state.engine.submit(gen)
+    handle = state.engine.submit(gen, request_priority(request))
     if body.stream:
         return sse_response(_stream(handle, body, state.model_name))
     done = await collect(request, handle)

@@ -21,6 +21,7 @@ from ..protocol.completions import (
 )
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
+from .priority import request_priority
 from .state import FINGERPRINT, app_state
 
 router = APIRouter()
@@ -32,7 +33,11 @@ async def create_completion(request: Request) -> Response:
     body = parse_body(CompletionRequest, await request.body())
     model = state.require_model()
     gens = to_generation_requests(body, model, state.config.defaults)
-    handles = [state.engine.submit(gen) for gen in gens]
+    priority = request_priority(request)
+    # Streaming /v1/completions is not counted in /metrics (the reference's semantics).
+    handles = [
+        state.engine.submit(gen, priority, count_in_metrics=not body.stream) for gen in gens
+    ]
     echoes = [_echo(body, model, list(gen.prompt_tokens)) for gen in gens]
     if body.stream:
         return sse_response(_stream(handles, body, state.model_name, echoes))

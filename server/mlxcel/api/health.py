@@ -17,11 +17,11 @@ def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
     engine = state.engine
     if engine.state != "ready" or engine.model is None:
         return 503, {"status": "loading model"}
-    stats = engine.stats
     max_batch = engine.max_batch_size
-    busy = stats.active_sequences >= max_batch
-    counters = asdict(stats)
-    active = counters.pop("active_sequences")
+    active = engine.active_sequences
+    busy = active >= max_batch
+    counters = asdict(engine.stats)
+    counters.pop("active_sequences")
     body = {
         "status": "no slot available" if busy else "ok",
         "model": state.model_name,
@@ -33,7 +33,7 @@ def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
         "observability": {
             **counters,
             "current_batch_size": active,
-            "cache_pool_active": 0,
+            "cache_pool_active": len(engine.prompt_cache) if engine.prompt_cache is not None else 0,
         },
         "context_size": engine.model.context_size,
         "tool_call_parser": "mlxcel" if engine.model.supports_tools else None,

@@ -12,11 +12,28 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 FinishReason = Literal["stop", "length", "error", "cancelled"]
+# X-Priority: the order in which queued requests are admitted to a slot.
+Priority = Literal["high", "normal", "low"]
+PRIORITY_RANK: dict[str, int] = {"high": 0, "normal": 1, "low": 2}
 
 # mlx-lm's logits-processor signature: (generated token ids so far, logits) -> logits.
 LogitsProcessor = Callable[[Any, Any], Any]
 # Made fresh for each generation, so a stateful processor (a grammar matcher) starts clean.
 LogitsProcessorFactory = Callable[[], LogitsProcessor]
+
+
+@dataclass(frozen=True)
+class LoopDetection:
+    """Tail-repetition ("loop") detection: stop when a pattern of ``min_pattern_size`` to
+    ``max_pattern_size`` tokens repeats ``min_count`` times in a row at the end of the output."""
+
+    max_pattern_size: int = 0
+    min_pattern_size: int = 1
+    min_count: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_pattern_size > 0 and self.min_count >= 2
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,19 @@ class SamplingParams:
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     logit_bias: dict[int, float] | None = None
+    p_less: bool = False
+    dry_multiplier: float = 0.0
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    dry_penalty_last_n: int = 0
+    dry_sequence_breakers: tuple[int, ...] = ()
+    xtc_probability: float = 0.0
+    xtc_threshold: float = 0.1
+    # Not sampling strictly, but per-request generation policy carried the same way:
+    # None: the server-wide setting; False: prefill cold and donate nothing back.
+    cache_prompt: bool | None = None
+    # None: the server's policy (MLXCEL_LOOP_DETECTION, then the model family's default).
+    loop_detection: LoopDetection | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +78,9 @@ class GenerationRequest:
     ignore_eos: bool = False
     logits_processor_factories: tuple[LogitsProcessorFactory, ...] = ()
     request_id: str = ""
+    priority: Priority = "normal"
+    # Streaming /v1/completions and native /completion are not counted in /metrics.
+    count_in_metrics: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,6 +119,8 @@ class Finished:
     completion_tokens: int
     error: str | None = None
     stop_string: str | None = None
+    # Prompt tokens served from the prompt cache: accounting, not part of the outcome.
+    cached_tokens: int = field(default=0, compare=False)
 
 
 EngineEvent = TokenDelta | Finished

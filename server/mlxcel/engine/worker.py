@@ -1,63 +1,70 @@
-"""The generation thread: takes queued requests and runs them on the model, off the event loop.
+"""The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
+once with continuous batching (mlx-lm's ``BatchGenerator``).
 
-One thread owns MLX. A failure inside one request becomes that request's ``Finished(error)``;
+Each loop iteration: drop requests whose client left, admit queued requests into free slots
+(highest X-Priority first, reusing prompt-cache prefixes), then advance the batch one step
+(one decode token for every generating sequence plus one prefill chunk for sequences still
+reading their prompt). A failure inside one request ends that request with ``Finished(error)``;
 the loop itself never stops on a request's fault.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
-import mlx.core as mx
-from mlx_lm.generate import generate_step
+from mlx_lm.generate import BatchGenerator
 
 from ..errors import ContextLengthExceeded, InvalidRequestError, ModelLoading, ServerError
+from . import loop_detection
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_model
-from .request import Finished, FinishReason, GenerationRequest, TokenDelta, TokenLogprob
-from .sampling import build_logits_processors, build_sampler, check_logit_bias
+from .penalties import build_logits_processors
+from .prompt_cache import (
+    DEFAULT_CAPACITY_BYTES,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_TTL_S,
+    PromptCache,
+)
+from .request import Finished, FinishReason, GenerationRequest, Priority, TokenDelta, TokenLogprob
+from .sampling import build_sampler, check_logit_bias, greedy_sampler
+from .scheduler import PrefillQueue
+from .slots import ActiveSequence
+from .stats import EngineStats, RequestMetrics
 from .stops import StopMatcher
 
 log = logging.getLogger("mlxcel.engine")
 
-
-@dataclass
-class EngineStats:
-    """Cumulative counters reported by /health."""
-
-    sequences_started: int = 0
-    sequences_completed: int = 0
-    total_prefill_tokens: int = 0
-    total_decode_tokens: int = 0
-    decode_steps_processed: int = 0
-    prefill_chunks_processed: int = 0
-    active_sequences: int = 0
+__all__ = ["Engine", "EngineConfig", "EngineStats"]
 
 
 @dataclass
 class EngineConfig:
     model: str
-    ctx_size: int = 0
-    prefill_step_size: int = 512
-    max_queue: int = 64
+    ctx_size: int = 0  # total context, divided among the slots; 0 = the model's own per slot
+    parallel: int = 1  # the CLI's default is 4 (--parallel)
+    prefill_step_size: int = 256
+    max_queue: int = 0  # 0 = 4 x parallel
+    cache_prompt: bool = True
+    cache_bytes: int = DEFAULT_CAPACITY_BYTES
+    cache_entries: int = DEFAULT_MAX_ENTRIES
+    cache_ttl_s: float = DEFAULT_TTL_S
 
-
-@dataclass
-class _Job:
-    handle: RequestHandle
-    enqueued: float = field(default_factory=time.monotonic)
+    @property
+    def slot_ctx_size(self) -> int:
+        return self.ctx_size // max(self.parallel, 1) if self.ctx_size > 0 else 0
 
 
 class Engine:
-    """Owns the model and the generation thread."""
+    """Owns the model, the slots and the generation thread."""
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
@@ -65,7 +72,17 @@ class Engine:
         self.load_error: str | None = None
         self.model: LoadedModel | None = None
         self.stats = EngineStats()
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self.metrics = RequestMetrics()
+        self.queue = PrefillQueue(config.max_queue or 4 * max(config.parallel, 1))
+        self.slots: list[ActiveSequence | None] = [None] * max(config.parallel, 1)
+        self.prompt_cache: PromptCache | None = (
+            PromptCache(config.cache_bytes, config.cache_entries, config.cache_ttl_s)
+            if config.cache_prompt
+            else None
+        )
+        self._by_uid: dict[int, ActiveSequence] = {}
+        self._batch: BatchGenerator | None = None
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
         self._logprobs: LogprobRenderer | None = None
         self.on_fatal: Callable[[], None] | None = None
@@ -79,7 +96,8 @@ class Engine:
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._jobs.put(None)
+        self._stopping = True
+        self.queue.wake()
         if self._thread.is_alive():
             self._thread.join(timeout)
 
@@ -91,12 +109,15 @@ class Engine:
 
     @property
     def max_batch_size(self) -> int:
-        # One sequence at a time until the batching scheduler lands.
-        return 1
+        return len(self.slots)
 
     @property
     def queue_depth(self) -> int:
-        return self._jobs.qsize()
+        return len(self.queue)
+
+    @property
+    def active_sequences(self) -> int:
+        return sum(seq is not None for seq in self.slots)
 
     # -- submission (event loop side) ------------------------------------------------------
     def require_model(self) -> LoadedModel:
@@ -106,8 +127,22 @@ class Engine:
             raise ModelLoading()
         return self.model
 
-    def submit(self, request: GenerationRequest) -> RequestHandle:
+    def submit(
+        self,
+        request: GenerationRequest,
+        priority: Priority | None = None,
+        *,
+        count_in_metrics: bool | None = None,
+    ) -> RequestHandle:
+        """Queue a request; raises 400 for a prompt that cannot fit a slot, 503 when full."""
         model = self.require_model()
+        changes: dict[str, Any] = {}
+        if priority is not None:
+            changes["priority"] = priority
+        if count_in_metrics is not None:
+            changes["count_in_metrics"] = count_in_metrics
+        if changes:
+            request = dataclasses.replace(request, **changes)
         n_prompt = len(request.prompt_tokens)
         if n_prompt == 0:
             raise InvalidRequestError("The prompt is empty.", param="prompt")
@@ -118,96 +153,196 @@ class Engine:
                 f"context size {model.context_size}"
             )
         handle = RequestHandle(request, asyncio.get_running_loop())
-        self._jobs.put(_Job(handle))
+        self.queue.push(handle)
         return handle
 
     # -- engine thread ---------------------------------------------------------------------
     def _run(self) -> None:
+        if not self._load():
+            return
+        while not self._stopping:
+            self._reap_cancelled()
+            self._admit()
+            if not self._by_uid:
+                self.queue.wait(0.1)
+                continue
+            self._step()
+        for seq in list(self._by_uid.values()):
+            self._finish(seq, "cancelled")
+
+    def _load(self) -> bool:
         try:
-            self.model = load_model(self.config.model, ctx_size=self.config.ctx_size)
+            self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
+            self._batch = self._new_batch()
             self.state = "ready"
-            log.info("model %s loaded (context %d)", self.model.name, self.model.context_size)
+            log.info("model %s loaded (%d slots, context %d per slot)",
+                     self.model.name, len(self.slots), self.model.context_size)
+            return True
         except Exception as exc:  # noqa: BLE001 - any load failure is reported, not raised
             self.state = "failed"
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.exception("model failed to load")
             if self.on_fatal is not None:
                 self.on_fatal()
-            return
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            self._serve(job.handle)
+            return False
 
-    def _serve(self, handle: RequestHandle) -> None:
-        request = handle.request
-        if handle.cancelled:
-            handle.emit(Finished("cancelled", len(request.prompt_tokens), 0))
-            return
-        self.stats.sequences_started += 1
-        self.stats.active_sequences = 1
-        try:
-            finished = self._generate(handle)
-        except Exception as exc:  # noqa: BLE001 - one request's fault never stops the loop
-            log.exception("generation failed for request %s", request.request_id)
-            finished = Finished("error", len(request.prompt_tokens), 0, error=type(exc).__name__)
-        # The slot is free before the client hears the end, so /health never lags behind it.
-        self.stats.active_sequences = 0
-        self.stats.sequences_completed += 1
-        handle.emit(finished)
-
-    def _generate(self, handle: RequestHandle) -> Finished:
-        assert self.model is not None and self._logprobs is not None
-        model, request = self.model, handle.request
-        n_prompt = len(request.prompt_tokens)
-        max_tokens = max(0, min(request.max_tokens, model.context_size - n_prompt))
-        if request.sampling.seed is not None:
-            mx.random.seed(request.sampling.seed)
-        steps = generate_step(
-            mx.array(request.prompt_tokens),
-            model.model,
-            max_tokens=max_tokens,
-            sampler=build_sampler(request.sampling, model.vocab_size),
-            logits_processors=build_logits_processors(request.sampling)
-            + [make() for make in request.logits_processor_factories],
+    def _new_batch(self) -> BatchGenerator:
+        assert self.model is not None
+        n = len(self.slots)
+        return BatchGenerator(
+            self.model.model,
+            completion_batch_size=n,
+            prefill_batch_size=n,
             prefill_step_size=self.config.prefill_step_size,
         )
-        self.stats.total_prefill_tokens += n_prompt
-        self.stats.prefill_chunks_processed += -(-n_prompt // self.config.prefill_step_size)
-        detok = IncrementalDetokenizer(model.tokenizer)
-        stops = StopMatcher(request.stop)
-        eos = set() if request.ignore_eos else model.eos_token_ids
-        generated = 0
-        reason: FinishReason = "length"
-        for token, logprobs in steps if max_tokens > 0 else ():
-            if handle.cancelled:
-                reason = "cancelled"
-                break
-            token_id = int(token)
-            generated += 1
-            self.stats.total_decode_tokens += 1
-            self.stats.decode_steps_processed += 1
-            lp = self._render_logprobs(request, logprobs, token_id)
-            if token_id in eos:
-                reason = "stop"
-                break
-            text = stops.feed(detok.add(token_id))
-            if text or lp:
-                handle.emit(TokenDelta(text, (token_id,), lp))
-            if stops.matched is not None:
-                reason = "stop"
-                break
-        if reason != "cancelled":
-            tail = stops.feed(detok.flush()) + stops.flush()
-            if tail:
-                handle.emit(TokenDelta(tail))
-        return Finished(reason, n_prompt, generated, stop_string=stops.matched)
 
-    def _render_logprobs(
-        self, request: GenerationRequest, logprobs: mx.array, token_id: int
-    ) -> tuple[TokenLogprob, ...]:
-        if not request.logprobs or self._logprobs is None:
-            return ()
-        return (self._logprobs.render(logprobs, token_id, request.top_logprobs),)
+    def _reap_cancelled(self) -> None:
+        for handle in self.queue.drop_cancelled():
+            handle.emit(Finished("cancelled", len(handle.request.prompt_tokens), 0))
+        for seq in list(self._by_uid.values()):
+            if seq.handle.cancelled:
+                self._finish(seq, "cancelled")
+
+    def _admit(self) -> None:
+        for slot, occupant in enumerate(self.slots):
+            if occupant is not None:
+                continue
+            handle = self.queue.pop()
+            if handle is None:
+                return
+            try:
+                self._start(slot, handle)
+            except Exception as exc:  # noqa: BLE001 - this request fails, the loop goes on
+                log.exception("could not start request %s", handle.request.request_id)
+                n = len(handle.request.prompt_tokens)
+                handle.emit(Finished("error", n, 0, error=type(exc).__name__))
+
+    def _start(self, slot: int, handle: RequestHandle) -> None:
+        assert self.model is not None and self._batch is not None
+        model, request = self.model, handle.request
+        prompt = request.prompt_tokens
+        max_tokens = min(request.max_tokens, model.context_size - len(prompt))
+        if max_tokens <= 0:
+            handle.emit(Finished("length", len(prompt), 0))
+            return
+        cached, cache = 0, None
+        if self.prompt_cache is not None and request.sampling.cache_prompt is not False:
+            cached, cache = self.prompt_cache.lookup(prompt)
+        seq = ActiveSequence(
+            slot=slot,
+            uid=-1,
+            handle=handle,
+            detok=IncrementalDetokenizer(model.tokenizer),
+            stops=StopMatcher(request.stop),
+            loop=loop_detection.resolve(request.sampling.loop_detection, model.config),
+            eos=set() if request.ignore_eos else model.eos_token_ids,
+            max_tokens=max_tokens,
+            cached_tokens=cached,
+        )
+        sampler = build_sampler(request.sampling, model.vocab_size)
+        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
+            sampler = seq.guard.sampler(sampler)
+        builtin = build_logits_processors(request.sampling)
+        processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
+        processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
+        (seq.uid,) = self._batch.insert(
+            [list(prompt[cached:])],
+            max_tokens=[max_tokens],
+            caches=[cache] if cache is not None else None,
+            all_tokens=[list(prompt[:cached])],
+            samplers=[sampler],
+            logits_processors=[processors],
+        )
+        self.slots[slot] = seq
+        self._by_uid[seq.uid] = seq
+        fresh = len(prompt) - cached
+        self.stats.sequences_started += 1
+        self.stats.total_prefill_tokens += fresh
+        self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
+        self.stats.active_sequences = self.active_sequences
+
+    def _step(self) -> None:
+        assert self._batch is not None
+        try:
+            _, responses = self._batch.next()
+        except Exception as exc:  # noqa: BLE001 - the batch is lost, the loop is not
+            log.exception("batch step failed; ending the %d running requests", len(self._by_uid))
+            for seq in list(self._by_uid.values()):
+                self._finish(seq, "error", error=type(exc).__name__, removed=True)
+            self._batch = self._new_batch()
+            return
+        if responses:
+            self.stats.decode_steps_processed += 1
+        for response in responses:
+            running = self._by_uid.get(response.uid)
+            if running is not None:
+                self._on_token(running, response)
+
+    def _on_token(self, seq: ActiveSequence, response: Any) -> None:
+        removed = response.finish_reason is not None
+        cache = (response.prompt_cache, response.all_tokens) if removed else None
+        if seq.guard.error is not None:
+            self._finish(seq, "error", error=seq.guard.error, removed=removed)
+            return
+        if seq.handle.cancelled:
+            self._finish(seq, "cancelled", removed=removed, cache=cache)
+            return
+        token = int(response.token)
+        request = seq.handle.request
+        seq.generated.append(token)
+        self.stats.total_decode_tokens += 1
+        if token in seq.eos:
+            self._finish(seq, "stop", removed=removed, cache=cache)
+            return
+        logprobs: tuple[TokenLogprob, ...] = ()
+        if request.logprobs and self._logprobs is not None:
+            logprobs = (self._logprobs.render(response.logprobs, token, request.top_logprobs),)
+        text = seq.stops.feed(seq.detok.add(token))
+        if text or logprobs:
+            seq.handle.emit(TokenDelta(text, (token,), logprobs))
+        if seq.stops.matched is not None or seq.looping():
+            self._finish(seq, "stop", removed=removed, cache=cache)
+        elif removed:
+            self._finish(seq, "length", removed=True, cache=cache)
+
+    def _finish(
+        self,
+        seq: ActiveSequence,
+        reason: FinishReason,
+        *,
+        error: str | None = None,
+        removed: bool = False,
+        cache: tuple[Any, Any] | None = None,
+    ) -> None:
+        request = seq.handle.request
+        donate = (
+            self.prompt_cache is not None and request.sampling.cache_prompt is not False
+            and reason != "error"
+        )
+        if not removed and self._batch is not None:
+            extracted = self._batch.remove([seq.uid], return_prompt_caches=donate)
+            cache = extracted.get(seq.uid)
+        if donate and cache is not None and self.prompt_cache is not None:
+            self.prompt_cache.insert(list(cache[1]), cache[0])
+        if reason in ("stop", "length"):
+            tail = seq.stops.feed(seq.detok.flush()) + seq.stops.flush()
+            if tail:
+                seq.handle.emit(TokenDelta(tail))
+        finished = Finished(
+            reason, seq.prompt_len, len(seq.generated), error=error,
+            stop_string=seq.stops.matched, cached_tokens=seq.cached_tokens,
+        )
+        elapsed = time.monotonic() - seq.started
+        self.metrics.record(request, finished, elapsed)
+        log.info(
+            "request %s finished: %s, prompt %d (cached %d), completion %d, %.3f s, priority %s%s",
+            request.request_id or "-", reason, seq.prompt_len, seq.cached_tokens,
+            len(seq.generated), elapsed, request.priority, f", error {error}" if error else "",
+        )
+        self.stats.sequences_completed += 1
+        self.slots[seq.slot] = None
+        self._by_uid.pop(seq.uid, None)
+        self.stats.active_sequences = self.active_sequences
+        # The slot is free before the client hears the end, so /health never lags behind it.
+        seq.handle.emit(finished)

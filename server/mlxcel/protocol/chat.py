@@ -131,11 +131,12 @@ def new_id(prefix: str) -> str:
     return prefix + uuid.uuid4().hex[:24]
 
 
-def usage_of(finished: Finished) -> dict[str, int]:
+def usage_of(finished: Finished) -> dict[str, Any]:
     return {
         "prompt_tokens": finished.prompt_tokens,
         "completion_tokens": finished.completion_tokens,
         "total_tokens": finished.prompt_tokens + finished.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": finished.cached_tokens},
     }
 
 

@@ -134,11 +134,13 @@ class CompletionChunkEncoder:
         return {**self._base, "choices": [], "usage": total_usage(finished)}
 
 
-def total_usage(finished: list[Finished]) -> dict[str, int]:
+def total_usage(finished: list[Finished]) -> dict[str, Any]:
     prompt = sum(f.prompt_tokens for f in finished)
     completion = sum(f.completion_tokens for f in finished)
+    cached = sum(f.cached_tokens for f in finished)
     return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached}}
 
 
 def completion_body(

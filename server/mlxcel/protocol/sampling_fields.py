@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import GenerationDefaults
-from ..engine.request import SamplingParams
+from ..engine.request import LoopDetection, SamplingParams
 from ..errors import InvalidRequestError
 from .types import Int
 
@@ -41,6 +41,19 @@ class OpenAISamplingFields(BaseModel):
     logit_bias: dict[str, float] | None = None
     user: str | None = None
     ignore_eos: bool | None = None
+    p_less: bool | None = None
+    dry_multiplier: float | None = Field(default=None, ge=0.0)
+    dry_base: float | None = Field(default=None, ge=1.0)
+    dry_allowed_length: Int | None = Field(default=None, ge=0)
+    dry_penalty_last_n: Int | None = Field(default=None, ge=-1)
+    dry_sequence_breakers: list[Int] | None = None
+    xtc_probability: float | None = Field(default=None, ge=0.0, le=1.0)
+    xtc_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_pattern_size: Int | None = Field(default=None, ge=0)
+    min_pattern_size: Int | None = Field(default=None, ge=0)
+    min_count: Int | None = Field(default=None, ge=0)
+    cache_prompt: bool | None = None
+    extra_body: dict[str, Any] | None = None
 
     @field_validator("stop")
     @classmethod
@@ -73,6 +86,40 @@ class OpenAISamplingFields(BaseModel):
             presence_penalty=_pick(self.presence_penalty, defaults.presence_penalty),
             frequency_penalty=_pick(self.frequency_penalty, defaults.frequency_penalty),
             logit_bias=self._logit_bias(),
+            p_less=bool(self.p_less),
+            dry_multiplier=_pick(self.dry_multiplier, defaults.dry_multiplier),
+            dry_base=_pick(self.dry_base, defaults.dry_base),
+            dry_allowed_length=_pick(self.dry_allowed_length, defaults.dry_allowed_length),
+            dry_penalty_last_n=max(0, _pick(self.dry_penalty_last_n, defaults.dry_penalty_last_n)),
+            dry_sequence_breakers=tuple(self.dry_sequence_breakers or ()),
+            xtc_probability=_pick(self.xtc_probability, defaults.xtc_probability),
+            xtc_threshold=_pick(self.xtc_threshold, defaults.xtc_threshold),
+            cache_prompt=self.cache_prompt_setting(),
+            loop_detection=self._loop_detection(),
+        )
+
+    def cache_prompt_setting(self) -> bool | None:
+        """``cache_prompt`` at the root (also where the OpenAI SDK flattens ``extra_body``),
+        else nested in a literal ``extra_body`` object; ``None`` when absent."""
+        if self.cache_prompt is not None:
+            return self.cache_prompt
+        nested = (self.extra_body or {}).get("cache_prompt")
+        if nested is None:
+            return None
+        if not isinstance(nested, bool):
+            raise InvalidRequestError(
+                "extra_body.cache_prompt must be a boolean.", param="extra_body.cache_prompt"
+            )
+        return nested
+
+    def _loop_detection(self) -> LoopDetection | None:
+        fields = (self.max_pattern_size, self.min_pattern_size, self.min_count)
+        if all(f is None for f in fields):
+            return None
+        return LoopDetection(
+            max_pattern_size=self.max_pattern_size or 0,
+            min_pattern_size=max(self.min_pattern_size or 1, 1),
+            min_count=self.min_count or 0,
         )
 
     def _logit_bias(self) -> dict[int, float] | None:

@@ -1,0 +1,77 @@
+"""Micro-benchmarks (pytest-benchmark): the sampler chain, stop-string matching and streaming
+detokenization, per token. Run with ``nox -s bench`` or ``pytest benchmarks/micro``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import pytest
+
+from mlxcel.engine.detokenizer import IncrementalDetokenizer
+from mlxcel.engine.penalties import build_logits_processors
+from mlxcel.engine.request import SamplingParams
+from mlxcel.engine.sampling import RequestSampler
+from mlxcel.engine.stops import StopMatcher
+
+MODEL = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny"
+VOCAB = 2048
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    from mlx_lm.tokenizer_utils import load
+
+    return load(MODEL)
+
+
+@pytest.mark.parametrize("name,params", [
+    ("greedy", SamplingParams(temperature=0.0)),
+    ("default", SamplingParams()),
+    ("p_less+xtc", SamplingParams(p_less=True, xtc_probability=0.5, xtc_threshold=0.05)),
+])
+def test_sampler_chain(benchmark: Any, name: str, params: SamplingParams) -> None:
+    sampler = RequestSampler(params, VOCAB)
+    logprobs = mx.log(mx.softmax(mx.random.normal((1, VOCAB)), axis=-1))
+    mx.eval(logprobs)
+    benchmark(lambda: mx.eval(sampler(logprobs)))
+
+
+def test_penalties_and_dry(benchmark: Any) -> None:
+    params = SamplingParams(repetition_penalty=1.1, presence_penalty=0.3, dry_multiplier=0.8)
+    processors = build_logits_processors(params)
+    tokens = mx.array(list(range(50)) * 8)
+    logits = mx.random.normal((1, VOCAB))
+
+    def run() -> None:
+        out = logits
+        for processor in processors:
+            out = processor(tokens, out)
+        mx.eval(out)
+
+    benchmark(run)
+
+
+def test_stop_matching(benchmark: Any) -> None:
+    pieces = ["Once", " upon", " a", " time", ",", " there", " was", " a", " cat", "."] * 20
+
+    def run() -> None:
+        matcher = StopMatcher(("</answer>", "\n\nUser:", "STOP"))
+        for piece in pieces:
+            matcher.feed(piece)
+        matcher.flush()
+
+    benchmark(run)
+
+
+def test_detokenizer(benchmark: Any, tokenizer: Any) -> None:
+    ids = tokenizer.encode("Hello, world! Ünïcödé 你好 🙂 " * 10)
+
+    def run() -> None:
+        detok = IncrementalDetokenizer(tokenizer)
+        for token in ids:
+            detok.add(token)
+        detok.flush()
+
+    benchmark(run)

@@ -1,0 +1,174 @@
+"""Checks of the generation engine's observable behaviour: seeded determinism under batching,
+logprobs that describe the sampled token, stop strings that never leak, admission control,
+slots freed after a disconnect, exact metrics counters, prompt-cache stats and priority order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.errors import Severity
+
+CACHE_STATS_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "enabled": bool, "apc_enabled": bool, "block_size": int, "hash": str, "entries": int,
+    "bytes": int, "capacity_bytes": int, "max_entries": int, "hits": int, "lookups": int,
+    "hit_rate": (int, float), "inserts": int, "evictions_lru": int, "evictions_ttl": int,
+    "rejections_oversized": int, "total_blocks_stored": int, "unique_block_hashes": int,
+    "apc_active_entries": int,
+}
+
+METRIC_NAMES = (
+    "mlxcel_requests_total", "mlxcel_prompt_tokens_total", "mlxcel_completion_tokens_total",
+    "mlxcel_generation_time_seconds_total", "mlxcel_slots_total", "mlxcel_slots_available",
+    "mlxcel_queue_depth", "mlxcel_batch_sequences_started",
+    "mlxcel_batch_sequences_completed", "mlxcel_batch_prefill_tokens_total",
+    "mlxcel_batch_decode_tokens_total", "mlxcel_batch_current_size", "mlxcel_cache_pool_active",
+)
+
+
+@check("seeded_determinism", severity=Severity.HIGH,
+       description="The same seed gives the same text alone and while others share the batch")
+def check_seeded_determinism(alone: str, batched: Sequence[str]) -> None:
+    for index, text in enumerate(batched):
+        if text != alone:
+            fail("seeded_determinism",
+                 f"run {index} with the same seed, sharing the batch, produced different text",
+                 alone=alone, batched=text)
+
+
+@check("logprobs_match_sampled_token", severity=Severity.HIGH,
+       description="Each logprobs entry is the sampled token: tokens concatenate to the content, "
+       "greedy picks the top alternative, and the top list is sorted")
+def check_logprobs_match_sampled_token(
+    entries: Sequence[Mapping[str, Any]], content: str, *, greedy: bool
+) -> None:
+    joined = "".join(str(e.get("token", "")) for e in entries)
+    if joined != content:
+        fail("logprobs_match_sampled_token",
+             "the logprobs tokens do not spell the generated content",
+             tokens=joined, content=content)
+    for index, entry in enumerate(entries):
+        top = entry.get("top_logprobs") or []
+        values = [alt.get("logprob") for alt in top]
+        if values != sorted(values, reverse=True):
+            fail("logprobs_match_sampled_token", f"entry {index}: top_logprobs not sorted",
+                 entry=entry)
+        same = [alt for alt in top if alt.get("token") == entry.get("token")]
+        if same and abs(float(same[0]["logprob"]) - float(entry["logprob"])) > 1e-3:
+            fail("logprobs_match_sampled_token",
+                 f"entry {index}: the sampled token's logprob differs from its top_logprobs "
+                 "entry", entry=entry)
+        if greedy and top and top[0].get("token") != entry.get("token"):
+            fail("logprobs_match_sampled_token",
+                 f"entry {index}: greedy decoding reported a token that is not the most likely",
+                 entry=entry)
+
+
+@check("stop_string_not_leaked", severity=Severity.HIGH,
+       description="No part of a matched stop string reaches the client")
+def check_stop_string_not_leaked(content: str, stop: str, unstopped: str) -> None:
+    if stop in content:
+        fail("stop_string_not_leaked", "the stop string appears in the content",
+             content=content, stop=stop)
+    cut = unstopped.find(stop)
+    if cut != -1 and content != unstopped[:cut]:
+        fail("stop_string_not_leaked",
+             "the content is not the unstopped text cut before the stop string",
+             content=content, expected=unstopped[:cut])
+
+
+@check("server_busy_503", severity=Severity.HIGH,
+       description="A full prefill queue answers 503 server_busy at once, as JSON, "
+       "before any SSE header")
+def check_server_busy(statuses: Sequence[tuple[int, str, Any]]) -> None:
+    busy = [s for s in statuses if s[0] == 503]
+    if not busy:
+        fail("server_busy_503", "no request was refused although the queue was overfilled",
+             statuses=sorted({s[0] for s in statuses}))
+    for _status, content_type, body in busy:
+        if "json" not in content_type:
+            fail("server_busy_503", "the 503 is not a JSON body (SSE headers sent first?)",
+                 content_type=content_type)
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict) or error.get("type") != "server_busy":
+            fail("server_busy_503", "the 503 body is not an error of type server_busy",
+                 body=body)
+
+
+@check("slots_freed_after_disconnect", severity=Severity.HIGH,
+       description="Every slot is idle again soon after its clients disconnected")
+def check_slots_idle(slots: Sequence[Mapping[str, Any]], waited_s: float, limit_s: float) -> None:
+    busy = [s for s in slots if s.get("state") != "idle"]
+    if busy:
+        fail("slots_freed_after_disconnect",
+             f"{len(busy)} slot(s) still busy {waited_s:.1f} s after their clients left "
+             f"(limit {limit_s:.1f} s)", slots=list(slots))
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.partition(" ")
+            values[name] = float(value)
+    return values
+
+
+@check("metrics_names", severity=Severity.MEDIUM,
+       description="/metrics exposes exactly the reference's mlxcel_* metric names and types")
+def check_metrics_names(text: str) -> dict[str, float]:
+    values = parse_metrics(text)
+    missing = [n for n in METRIC_NAMES if n not in values]
+    if missing:
+        fail("metrics_names", "metrics missing from /metrics", missing=missing)
+    for name in METRIC_NAMES:
+        if f"# TYPE {name} " not in text:
+            fail("metrics_names", f"{name} has no TYPE line under its own name", metric=name)
+    return values
+
+
+@check("metrics_counters_exact", severity=Severity.HIGH,
+       description="After a known sequence of requests the counters moved by exactly that much")
+def check_metrics_delta(
+    before: Mapping[str, float], after: Mapping[str, float], expected: Mapping[str, float]
+) -> None:
+    for name, delta in expected.items():
+        moved = after.get(name, 0.0) - before.get(name, 0.0)
+        if abs(moved - delta) > 1e-9:
+            fail("metrics_counters_exact", f"{name} moved by {moved:g}, expected {delta:g}",
+                 metric=name, before=before.get(name), after=after.get(name), expected=delta)
+
+
+@check("cache_stats_fields", severity=Severity.MEDIUM,
+       description="/v1/cache/stats has every reference field with its type")
+def check_cache_stats(body: Any) -> None:
+    if not isinstance(body, dict):
+        fail("cache_stats_fields", "the cache stats body is not an object", body=body)
+    for name, kind in CACHE_STATS_FIELDS.items():
+        value = body.get(name)
+        wrong_bool = isinstance(value, bool) and kind is not bool
+        if name not in body or not isinstance(value, kind) or wrong_bool:
+            fail("cache_stats_fields", f"field {name!r} missing or not {kind}", body=body)
+    lookups, hits = body["lookups"], body["hits"]
+    rate = hits / lookups if lookups else 0.0
+    if hits > lookups or abs(body["hit_rate"] - rate) > 1e-6:
+        fail("cache_stats_fields", "hit_rate is not hits / lookups", body=body)
+
+
+@check("priority_order", severity=Severity.MEDIUM,
+       description="With every slot busy, an X-Priority: high request is admitted before an "
+       "earlier low one")
+def check_priority_order(finish_order: Sequence[str]) -> None:
+    if finish_order[:1] != ["high"]:
+        fail("priority_order", "the low-priority request was served first",
+             finish_order=list(finish_order))
+
+
+@check("loop_detection", severity=Severity.MEDIUM,
+       description="A repeating tail ends generation early with finish_reason stop")
+def check_loop_stopped(completion_tokens: int, max_tokens: int, finish_reason: str) -> None:
+    if completion_tokens >= max_tokens or finish_reason != "stop":
+        fail("loop_detection", "a repeating loop ran to max_tokens despite loop detection",
+             completion_tokens=completion_tokens, finish_reason=finish_reason)

@@ -1,0 +1,111 @@
+"""Sampling behaviour through the HTTP API: seeded determinism under batching, logprobs that
+describe the sampled token, stop strings held back, and mlxcel's extra sampling fields."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from mlxcel_conformance.checks.engine_checks import (
+    check_logprobs_match_sampled_token,
+    check_loop_stopped,
+    check_seeded_determinism,
+    check_stop_string_not_leaked,
+)
+from mlxcel_conformance.checks.openai_common import chat_logprobs_entries
+from mlxcel_conformance.client import SuiteClient, expect_status, json_body
+from mlxcel_conformance.flows import (
+    CHAT_PATH,
+    chat_json,
+    chat_payload,
+    chat_stream,
+    message_content,
+)
+
+
+def _story(model_name: str | None, **fields: object) -> dict[str, object]:
+    return chat_payload(model_name, "Tell me a story.", max_tokens=24, **fields)
+
+
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.seed.batched")
+def test_seed_same_text_alone_and_batched(client: SuiteClient, model_name: str | None) -> None:
+    payload = _story(model_name, temperature=1.0, seed=1234)
+    alone = message_content(chat_json(client, payload))
+    others = [_story(model_name, temperature=1.0, seed=s) for s in (1, 2, 3)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(chat_json, client, p) for p in [payload, *others, payload]]
+        bodies = [f.result() for f in futures]
+    check_seeded_determinism(alone, [message_content(bodies[0]), message_content(bodies[-1])])
+
+
+@pytest.mark.conformance(family="chat", feature="chat.logprobs.sampled_token")
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_logprobs_describe_sampled_token(
+    client: SuiteClient, model_name: str | None, stream: bool
+) -> None:
+    payload = _story(model_name, temperature=0, logprobs=True, top_logprobs=3)
+    if stream:
+        result = chat_stream(client, payload)
+        entries, content = chat_logprobs_entries(result.chunks), result.content
+    else:
+        body = chat_json(client, payload)
+        entries, content = chat_logprobs_entries(body), message_content(body)
+    check_logprobs_match_sampled_token(entries, content, greedy=True)
+
+
+@pytest.mark.conformance(family="chat", feature="chat.stop.never_leaked")
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_stop_string_never_leaks(client: SuiteClient, model_name: str | None, stream: bool) -> None:
+    base = _story(model_name, temperature=0)
+    unstopped = message_content(chat_json(client, base))
+    if len(unstopped) < 8:
+        pytest.skip("the model's reply is too short to place a stop string inside it")
+    stop = unstopped[5:8]  # spans token boundaries on most tokenizers
+    payload = {**base, "stop": [stop]}
+    if stream:
+        content = chat_stream(client, payload).content
+    else:
+        content = message_content(chat_json(client, payload))
+    check_stop_string_not_leaked(content, stop, unstopped)
+
+
+EXTENSION_FIELDS: dict[str, dict[str, object]] = {
+    "p_less": {"p_less": True},
+    "dry": {"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2,
+            "dry_penalty_last_n": 0, "dry_sequence_breakers": [10]},
+    "xtc": {"xtc_probability": 0.5, "xtc_threshold": 0.1},
+    "penalties": {"repetition_penalty": 1.1, "repetition_context_size": 32,
+                  "presence_penalty": 0.5, "frequency_penalty": 0.5},
+    "loop_detection": {"max_pattern_size": 4, "min_pattern_size": 1, "min_count": 3},
+    "cache_prompt_root": {"cache_prompt": False},
+    "cache_prompt_nested": {"extra_body": {"cache_prompt": False}},
+}
+
+
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.extension_fields")
+@pytest.mark.parametrize("name", sorted(EXTENSION_FIELDS))
+def test_extension_fields_accepted(client: SuiteClient, model_name: str | None, name: str) -> None:
+    payload = _story(model_name, temperature=0.7, seed=5, **EXTENSION_FIELDS[name])
+    chat_json(client, payload)
+
+
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.extension_fields.invalid")
+@pytest.mark.parametrize("field,value", [("dry_multiplier", -1), ("xtc_probability", 2),
+                                         ("p_less", "yes"), ("min_count", -1)])
+def test_extension_fields_rejected(
+    client: SuiteClient, model_name: str | None, field: str, value: object
+) -> None:
+    response = client.post(CHAT_PATH, _story(model_name, **{field: value}))
+    expect_status(response, 400)
+    json_body(response)
+
+
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.loop_detection")
+def test_loop_detection_stops_repetition(client: SuiteClient, model_name: str | None) -> None:
+    # logit_bias forces one token forever; loop detection must end it long before max_tokens.
+    token = client.post("/tokenize", {"content": "a"}).json()["tokens"][0]
+    payload = chat_payload(model_name, "hi", max_tokens=60, temperature=0, ignore_eos=True,
+                           logit_bias={str(token): 100}, max_pattern_size=2, min_count=4)
+    body = chat_json(client, payload)
+    check_loop_stopped(body["usage"]["completion_tokens"], 60, body["choices"][0]["finish_reason"])

@@ -1,0 +1,69 @@
+"""The prefill queue: requests waiting for a slot, ordered by X-Priority then arrival.
+
+Bounded: when it is full, ``push`` raises ``ServerBusy`` at once, so the route answers 503
+before any SSE header (admission control). Thread-safe: routes push from the event loop, the
+engine thread pops.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections.abc import Iterator
+
+from ..errors import ServerBusy
+from .handle import RequestHandle
+from .request import PRIORITY_RANK
+
+BUSY_MESSAGE = "All slots are busy. Please try again later."
+
+
+class PrefillQueue:
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._heap: list[tuple[int, int, RequestHandle]] = []
+        self._order = itertools.count()
+        self._lock = threading.Lock()
+        self._nonempty = threading.Condition(self._lock)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._heap)
+
+    def push(self, handle: RequestHandle) -> None:
+        rank = PRIORITY_RANK.get(handle.request.priority, PRIORITY_RANK["normal"])
+        with self._lock:
+            if len(self._heap) >= self.capacity:
+                raise ServerBusy(BUSY_MESSAGE)
+            heapq.heappush(self._heap, (rank, next(self._order), handle))
+            self._nonempty.notify()
+
+    def pop(self) -> RequestHandle | None:
+        with self._lock:
+            return heapq.heappop(self._heap)[2] if self._heap else None
+
+    def wait(self, timeout: float) -> None:
+        """Block the engine thread until something is queued (or ``timeout``)."""
+        with self._lock:
+            if not self._heap:
+                self._nonempty.wait(timeout)
+
+    def wake(self) -> None:
+        with self._lock:
+            self._nonempty.notify_all()
+
+    def drop_cancelled(self) -> list[RequestHandle]:
+        """Take requests whose client already left out of the queue (frees its capacity)."""
+        with self._lock:
+            gone = [item for item in self._heap if item[2].cancelled]
+            if gone:
+                self._heap = [item for item in self._heap if not item[2].cancelled]
+                heapq.heapify(self._heap)
+        return [handle for _, _, handle in gone]
+
+    def snapshot(self) -> Iterator[RequestHandle]:
+        with self._lock:
+            items = sorted(self._heap, key=lambda item: item[:2])
+        return (handle for _, _, handle in items)
+

@@ -1,0 +1,83 @@
+"""One running sequence in a slot: its request, the text pipeline (detokenizer, stop strings,
+loop detection) and the per-sequence error guard around user-supplied processors."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mlx.core as mx
+
+from .detokenizer import IncrementalDetokenizer
+from .handle import RequestHandle
+from .loop_detection import tail_loops
+from .request import LoopDetection
+from .stops import StopMatcher
+
+SlotState = str  # "idle" | "decoding"
+
+
+class SequenceGuard:
+    """Catches a failure inside one sequence's processors or sampler so that only that
+    sequence ends with an error; the batch keeps running for everyone else."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+    def processor(
+        self, inner: Callable[[mx.array, mx.array], mx.array], *, eval_now: bool = True
+    ) -> Callable[..., Any]:
+        """``eval_now`` surfaces a failure here rather than later inside the batch's eval
+        (user-supplied processors such as grammars); built-in ones skip that cost."""
+
+        def guarded(tokens: mx.array, logits: mx.array) -> mx.array:
+            if self.error is not None:
+                return logits
+            try:
+                out = inner(tokens, logits)
+                if eval_now:
+                    mx.eval(out)
+                return out
+            except Exception as exc:  # noqa: BLE001 - recorded, reported as this request's error
+                self.error = type(exc).__name__
+                return logits
+
+        return guarded
+
+    def sampler(self, inner: Callable[[mx.array], mx.array]) -> Callable[[mx.array], mx.array]:
+        def guarded(logprobs: mx.array) -> mx.array:
+            if self.error is None:
+                try:
+                    return inner(logprobs)
+                except Exception as exc:  # noqa: BLE001 - recorded as this request's error
+                    self.error = type(exc).__name__
+            return mx.argmax(logprobs, axis=-1)
+
+        return guarded
+
+
+@dataclass
+class ActiveSequence:
+    """A request that holds a slot."""
+
+    slot: int
+    uid: int
+    handle: RequestHandle
+    detok: IncrementalDetokenizer
+    stops: StopMatcher
+    loop: LoopDetection
+    eos: set[int]
+    max_tokens: int
+    cached_tokens: int = 0
+    guard: SequenceGuard = field(default_factory=SequenceGuard)
+    generated: list[int] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.handle.request.prompt_tokens)
+
+    def looping(self) -> bool:
+        return tail_loops(self.generated, self.loop)

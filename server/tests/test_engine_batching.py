@@ -1,0 +1,112 @@
+"""The batching engine on the fixture model: several requests at once, seeds independent of
+the batch, a failing request alone fails, cancellation frees the slot, metrics counted."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlxcel.engine.request import Finished, GenerationRequest, SamplingParams, TokenDelta
+from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.observability import engine_registry, render
+
+MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")
+HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=11)
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    eng = Engine(EngineConfig(model=MODEL, parallel=4))
+    eng.start()
+    assert eng.wait_ready(60), eng.load_error
+    yield eng
+    eng.stop()
+
+
+def _request(engine: Engine, **fields: Any) -> GenerationRequest:
+    assert engine.model is not None
+    tokens = tuple(engine.model.encode("Once upon a time"))
+    return GenerationRequest(tokens, fields.pop("max_tokens", 24), **fields)
+
+
+async def _run(engine: Engine, request: GenerationRequest) -> tuple[str, Finished]:
+    handle = engine.submit(request)
+    parts = []
+    async for event in handle.events():
+        if isinstance(event, TokenDelta):
+            parts.append(event.text)
+        else:
+            return "".join(parts), event
+    raise AssertionError("no Finished")
+
+
+def test_seed_gives_the_same_text_alone_and_in_a_batch(engine: Engine) -> None:
+    seeded = _request(engine, sampling=HOT, ignore_eos=True)
+
+    async def scenario() -> tuple[str, list[tuple[str, Finished]]]:
+        alone, _ = await _run(engine, seeded)
+        others = [_request(engine, sampling=SamplingParams(temperature=1.0, seed=s),
+                           ignore_eos=True) for s in (1, 2, 3)]
+        together = await asyncio.gather(*(_run(engine, r) for r in [*others, seeded]))
+        return alone, together
+
+    alone, together = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert alone and together[-1][0] == alone
+
+
+def test_a_failing_processor_fails_only_its_request(engine: Engine) -> None:
+    def factory() -> Any:
+        def broken(tokens: Any, logits: Any) -> Any:
+            raise RuntimeError("grammar exploded")
+        return broken
+
+    bad = _request(engine, logits_processor_factories=(factory,), ignore_eos=True)
+    good = _request(engine, sampling=SamplingParams(temperature=0.0), ignore_eos=True)
+
+    async def scenario() -> list[tuple[str, Finished]]:
+        return await asyncio.gather(_run(engine, bad), _run(engine, good))
+
+    (_, failed), (text, ok) = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert failed.reason == "error" and failed.error == "RuntimeError"
+    assert ok.reason == "length" and ok.completion_tokens == 24 and text
+
+
+def test_cancel_frees_the_slot_and_is_not_counted(engine: Engine) -> None:
+    before = engine.metrics.requests_total
+
+    async def scenario() -> Finished:
+        handle = engine.submit(_request(engine, max_tokens=3000, ignore_eos=True))
+        async for event in handle.events():
+            if isinstance(event, Finished):
+                return event
+            handle.cancel()
+        raise AssertionError("no Finished")
+
+    finished = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert finished.reason == "cancelled" and finished.completion_tokens < 20
+    assert engine.active_sequences == 0
+    assert engine.metrics.requests_total == before
+
+
+def test_metrics_count_finished_requests_exactly(engine: Engine) -> None:
+    before = engine.metrics.requests_total, engine.metrics.completion_tokens_total
+    greedy = SamplingParams(temperature=0.0)
+    counted = _request(engine, sampling=greedy, max_tokens=5, ignore_eos=True)
+    uncounted = GenerationRequest(counted.prompt_tokens, 5, greedy, ignore_eos=True,
+                                  count_in_metrics=False)
+
+    async def scenario() -> None:
+        await _run(engine, counted)
+        await _run(engine, uncounted)
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert engine.metrics.requests_total == before[0] + 1
+    assert engine.metrics.completion_tokens_total == before[1] + 5
+    text = render(engine_registry(engine))
+    assert f"mlxcel_requests_total {before[0] + 1}\n" in text
+    assert "# TYPE mlxcel_batch_sequences_started counter" in text
+    assert "# TYPE mlxcel_slots_total gauge\nmlxcel_slots_total 4\n" in text
