@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -30,3 +31,6 @@ class ServerConfig:
     ctx_size: int = 0
     alias: str | None = None
     defaults: GenerationDefaults = field(default_factory=GenerationDefaults)
+    # --chat-template (the Jinja text, already read from a file) and --chat-template-kwargs.
+    chat_template: str | None = None
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
