@@ -229,7 +229,7 @@ def test_fuzz_maximum_on_generation_lengths() -> None:
                 ],
                 "stop": ["\n"],
                 "tool_choice": {"type": "function", "function": {"name": "f"}},
-                "response_format": {"type": "text"},
+                "response_format": {"type": "json_schema", "json_schema": {"schema": {}}},
             },
             True,
         ),
@@ -254,7 +254,7 @@ def test_fuzz_maximum_on_generation_lengths() -> None:
         (
             {
                 "messages": [{"role": "user", "content": "x"}],
-                "response_format": {"type": "json_schema", "json_schema": {"schema": {}}},
+                "response_format": {"type": "json_schema"},
             },
             False,
         ),
