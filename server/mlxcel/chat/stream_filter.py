@@ -152,7 +152,7 @@ class ChatOutputParser:
         if self._reasoning is not None:
             markers.append(self._reasoning.open)
         if self._fmt is not None:
-            markers.append(self._fmt.start)
+            markers.extend(self._fmt.starts)
         return markers
 
     def _step_content(self, out: list[Piece], final: bool) -> None:
@@ -161,7 +161,8 @@ class ChatOutputParser:
         if hit is not None:
             at, marker = hit
             self._release_content(out, self._buf[:at])
-            self._buf = self._buf[at + len(marker):]
+            kept = self._fmt is not None and self._fmt.keep_start and marker in self._fmt.starts
+            self._buf = self._buf[at if kept else at + len(marker):]
             if self._reasoning is not None and marker == self._reasoning.open:
                 self._state = _State.REASONING
                 if self._reasoning_parts is None:

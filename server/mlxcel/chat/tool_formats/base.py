@@ -46,8 +46,14 @@ class ToolFormat:
     name: str = ""
     start: str = ""
     end: str | None = None
+    alt_starts: tuple[str, ...] = ()  # more texts that open a block
+    keep_start: bool = False  # the opening text is part of the body (bare JSON formats)
     # Wire shape is a JSON object in a fixed wrapper: forced tool choice can be grammar-bound.
     json_wire: bool = False
+
+    @property
+    def starts(self) -> tuple[str, ...]:
+        return (self.start, *self.alt_starts)
 
     def detect(self, template: str) -> bool:
         """Whether a chat template renders tools in this format."""
@@ -112,10 +118,13 @@ def arguments_text(raw: str | None) -> str:
     arguments is unwrapped unchanged; absent means no arguments."""
     if raw is None:
         return "{}"
-    if raw.startswith('"'):
+    try:
         value = json.loads(raw)
-        return value if isinstance(value, str) else raw
-    if not raw.startswith("{"):
+    except ValueError:
+        raise MalformedCall("arguments are not JSON") from None
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
         raise MalformedCall("arguments are not a JSON object")
     return raw
 
@@ -224,26 +233,48 @@ def one_of_names_lark(tools: Tools) -> str:
 
 # -- forced-call grammars for JSON-wire formats -------------------------------------------
 
-def call_schema(tools: Tools) -> dict[str, object]:
-    """JSON schema of ``{"name": f, "arguments": params(f)}`` over the declared functions."""
+def call_schema(tools: Tools, arguments_key: str = "arguments") -> dict[str, object]:
+    """JSON schema of ``{"name": f, "arguments": params(f)}`` over the declared functions, in
+    the JSON style models write (llguidance's ``x-guidance`` options)."""
     options = []
     for tool in tools:
         function = tool.get("function") or {}
         params = function.get("parameters") or {"type": "object"}
         options.append({
             "type": "object",
-            "properties": {"name": {"const": function.get("name")}, "arguments": params},
-            "required": ["name", "arguments"],
+            "properties": {"name": {"const": function.get("name")}, arguments_key: params},
+            "required": ["name", arguments_key],
             "additionalProperties": False,
         })
-    return options[0] if len(options) == 1 else {"anyOf": options}
+    schema = options[0] if len(options) == 1 else {"anyOf": options}
+    return {**schema, "x-guidance": JSON_STYLE_OPTIONS}
 
 
 def json_call_lark(tools: Tools, opening: str, closing: str) -> str:
     """Lark: ``opening`` + one JSON call object + ``closing``. Markers are Lark terminals, so a
     special token such as ``<tool_call>`` is spelled as its text and llguidance matches it."""
-    schema = {**call_schema(tools), "x-guidance": JSON_STYLE_OPTIONS}
+    schema = call_schema(tools)
     return f"start: {opening} call {closing}\ncall: %json {json.dumps(schema)}\n"
 
 
 JSON_STYLE_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+
+def list_of_calls(text: str) -> list[RawCall]:
+    """One call object or a JSON list of them, each ``{"name", "arguments"|"parameters"}``."""
+    try:
+        value, end = _DECODER.raw_decode(text.strip())
+    except ValueError:
+        raise MalformedCall("the calls are not JSON") from None
+    stripped = text.strip()
+    if isinstance(value, dict):
+        return [name_arguments_call(stripped[:end])]
+    if not isinstance(value, list) or not value:
+        raise MalformedCall("expected a call object or a list of calls")
+    calls, pos = [], 1
+    for _ in value:
+        pos = _skip_ws(stripped, pos)
+        members, after = object_members(stripped, pos)
+        calls.append(name_arguments_call(stripped[pos:after]))
+        pos = _skip_ws(stripped, after) + 1  # past the comma or the closing bracket
+    return calls
