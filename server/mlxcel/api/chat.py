@@ -66,7 +66,8 @@ async def _stream(
         if isinstance(event, Finished):
             for chunk in encoder.pieces(parser.finish()):
                 yield data_event(chunk)
-            for chunk in _closing_chunks(encoder, event, body.wants_usage_chunk()):
+            closing = _closing_chunks(encoder, event, body.wants_usage_chunk(), bool(parser.calls))
+            for chunk in closing:
                 yield data_event(chunk)
         else:
             logprobs = stream_logprobs(event.logprobs, want_logprobs)
@@ -76,13 +77,13 @@ async def _stream(
 
 
 def _closing_chunks(
-    encoder: ChatChunkEncoder, finished: Finished, with_usage: bool
+    encoder: ChatChunkEncoder, finished: Finished, with_usage: bool, has_calls: bool
 ) -> list[dict[str, Any]]:
     if finished.reason == "error":
         # openai-python raises APIError on a data payload with a top-level "error" key.
         message = f"generation failed: {finished.error}"
         return [{"error": {"message": message, "type": "server_error", "code": None}}]
-    chunks = [encoder.finish(finished)]
+    chunks = [encoder.finish(finished, has_calls)]
     if with_usage:
         chunks.append(encoder.usage(finished))
     return chunks

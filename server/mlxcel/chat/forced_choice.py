@@ -17,15 +17,15 @@ log = logging.getLogger("mlxcel.chat")
 
 
 def marker_speller(model: LoadedModel):  # type: ignore[no-untyped-def]
-    """Spell a marker for Lark: ``<marker>`` when it is one added token (llguidance matches
-    every added token, special or not, only by that form), else a quoted string."""
+    """Spell a marker for Lark: ``<[id]>`` when it is one added token (llguidance matches an
+    added token, special or not, only by its id form), else a quoted string."""
     inner = getattr(model.tokenizer, "_tokenizer", model.tokenizer)
     decoder = getattr(inner, "added_tokens_decoder", {}) or {}
-    special = {str(getattr(tok, "content", tok)) for tok in decoder.values()}
+    added = {str(getattr(tok, "content", tok)): int(i) for i, tok in decoder.items()}
 
     def spell(marker: str) -> str:
-        if marker in special and marker.startswith("<") and marker.endswith(">"):
-            return marker
+        if marker in added:
+            return f"<[{added[marker]}]>"
         return json.dumps(marker)
 
     return spell

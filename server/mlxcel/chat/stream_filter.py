@@ -16,6 +16,7 @@ authoritative; a streamed call keeps its id and receives the arguments not yet s
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +70,13 @@ def held_suffix(text: str, markers: list[str]) -> int:
                 best = n
                 break
     return best
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def _earliest(text: str, markers: list[str]) -> tuple[int, str] | None:
@@ -276,8 +284,8 @@ class ChatOutputParser:
                 out.append(CallStart(index, call.id, call.name))
                 out.append(CallArguments(index, call.arguments))
             self.calls.append(call)
-        if not raws and streamed is not None:
-            # The call was announced but did not parse: close it with what was sent.
+        if not raws and streamed is not None and _is_json_object(self._streamed_args):
+            # Announced, and its arguments are whole although the block is not: keep it.
             self.calls.append(ParsedToolCall(streamed.id, streamed.name, self._streamed_args))
 
     def _reconcile(self, out: list[Piece], streamed: CallStart, name: str, arguments: str) -> None:

@@ -134,12 +134,14 @@ class ChatChunkEncoder:
             chunks.append(self._chunk({"content": ""}, None, logprobs))
         return chunks
 
-    def finish(self, finished: Finished) -> dict[str, Any]:
+    def finish(self, finished: Finished, has_calls: bool) -> dict[str, Any]:
+        """``has_calls``: the final parse found calls (a call announced in the stream whose
+        block then failed to parse does not count)."""
         delta: dict[str, Any] = {}
         if (finished.completion_tokens > 0 and self._reasoning_sent and not self._content_sent
                 and not self._calls_sent):
             delta["reasoning_only"] = True
-        return self._chunk(delta, chat_finish_reason(finished, self._calls_sent))
+        return self._chunk(delta, chat_finish_reason(finished, has_calls))
 
     def usage(self, finished: Finished) -> dict[str, Any]:
         return {**self._base, "choices": [], "usage": usage_of(finished)}

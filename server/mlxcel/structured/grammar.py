@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from ..engine.model import LoadedModel
 from ..engine.request import LogitsProcessor, LogitsProcessorFactory
 from ..errors import InvalidRequestError
 
-_TOKENIZERS: dict[int, LLTokenizer] = {}
+# Keyed by the model's tokenizer object itself (weakly): an id() could be reused by the next
+# model loaded after this one is freed.
+_TOKENIZERS: weakref.WeakKeyDictionary[Any, LLTokenizer] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
@@ -52,7 +55,7 @@ def _tokenizer_json(model: LoadedModel) -> str:
 def ll_tokenizer(model: LoadedModel) -> LLTokenizer:
     """The model's llguidance tokenizer, built on first use. EOS is passed explicitly:
     llguidance's own guess can pick the wrong token."""
-    key = id(model)
+    key = model.tokenizer
     with _LOCK:
         if key not in _TOKENIZERS:
             eos = sorted(model.eos_token_ids) or None
