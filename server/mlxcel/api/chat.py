@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +26,13 @@ from .generation import collect, stream_events
 from .state import FINGERPRINT, AppState, app_state
 
 router = APIRouter()
+log = logging.getLogger("mlxcel.chat")
+
+
+def _warn_if_forced_without_call(setup: ChatSetup, has_calls: bool) -> None:
+    if setup.forced and not has_calls:
+        log.warning("request %s: a forced tool_choice ended without a tool call",
+                    setup.generation.request_id)
 
 
 def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
@@ -49,6 +57,7 @@ async def create_chat_completion(request: Request) -> Response:
     parser = setup.new_parser()
     parser.feed(done.text)
     parser.finish()
+    _warn_if_forced_without_call(setup, bool(parser.calls))
     logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.logprobs else None
     output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs)
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
@@ -66,6 +75,7 @@ async def _stream(
         if isinstance(event, Finished):
             for chunk in encoder.pieces(parser.finish()):
                 yield data_event(chunk)
+            _warn_if_forced_without_call(setup, bool(parser.calls))
             closing = _closing_chunks(encoder, event, body.wants_usage_chunk(), bool(parser.calls))
             for chunk in closing:
                 yield data_event(chunk)

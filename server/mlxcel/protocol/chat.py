@@ -113,6 +113,7 @@ class ChatSetup:
     tools: list[dict[str, Any]] | None
     reasoning: ReasoningMarkers | None
     starts_in_reasoning: bool
+    forced: bool = False  # tool_choice required or named
 
     def new_parser(self) -> ChatOutputParser:
         return ChatOutputParser(
@@ -176,7 +177,7 @@ def to_chat_setup(
         request_id=new_id("chatcmpl-"),
     )
     return ChatSetup(generation, fmt, plan.tools, markers,
-                     prompt_opens_reasoning(prompt.text, markers))
+                     prompt_opens_reasoning(prompt.text, markers), plan.required)
 
 
 def to_generation_request(

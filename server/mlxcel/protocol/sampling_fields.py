@@ -67,7 +67,8 @@ class OpenAISamplingFields(BaseModel):
             top_p=_pick(self.top_p, defaults.top_p),
             top_k=_pick(self.top_k, defaults.top_k),
             min_p=_pick(self.min_p, defaults.min_p),
-            seed=self.seed if self.seed is not None else defaults.seed,
+            # MLX seeds are unsigned 64-bit: a negative or huge seed is taken modulo 2**64.
+            seed=self.seed % 2**64 if self.seed is not None else defaults.seed,
             repetition_penalty=_pick(self.repetition_penalty, defaults.repeat_penalty),
             repetition_context_size=_pick(self.repetition_context_size, defaults.repeat_last_n),
             presence_penalty=_pick(self.presence_penalty, defaults.presence_penalty),
