@@ -152,3 +152,19 @@ def test_schema_limits(schema: Any) -> None:
 
 def test_schema_within_limits() -> None:
     check_schema_limits(_nested(10), "response_format")
+
+
+def test_cli_chat_template_flags(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlxcel.cli import build_parser, config_from_args
+
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages }}", encoding="utf-8")
+    monkeypatch.setenv("LLAMA_ARG_CHAT_TEMPLATE_KWARGS", '{"enable_thinking": false}')
+    config = config_from_args(build_parser().parse_args(["--chat-template-file", str(template)]))
+    assert config.chat_template == "{{ messages }}"
+    assert config.chat_template_kwargs == {"enable_thinking": False}
+    inline = config_from_args(build_parser().parse_args(
+        ["--chat-template", "{{ x }}", "--chat-template-kwargs", '{"a": 1}']))
+    assert inline.chat_template == "{{ x }}" and inline.chat_template_kwargs == {"a": 1}
+    with pytest.raises(SystemExit):
+        config_from_args(build_parser().parse_args(["--chat-template-kwargs", "[]"]))

@@ -180,3 +180,23 @@ def test_tool_choice_errors(client: SuiteClient, model_name: str | None, case: s
                                       "json_schema": {"name": "x", "schema": {"type": "object"}}}
     status, body = response_of(client.post(CHAT_PATH, payload))
     check_error_body_openai(body, status=status, expected=400)
+
+
+@pytest.mark.conformance(family="chat", feature="chat.tools.cut_by_max_tokens")
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+def test_tool_call_cut_by_max_tokens(client: SuiteClient, model_name: str | None,
+                                     stream: bool) -> None:
+    """max_tokens ending inside a call: a complete response with finish_reason length (mlx-lm
+    drops the connection here), never tool_calls with a half call, never leaked markup."""
+    payload = tool_payload(model_name, max_tokens=6)
+    if stream:
+        result = chat_stream(client, payload)  # checks framing and the [DONE] terminator
+        check_tool_markup_hidden(result.content)
+        reasons = result.finish_reasons()
+    else:
+        body = chat_json(client, payload)
+        check_tool_markup_hidden(body["choices"][0]["message"].get("content"))
+        reasons = [body["choices"][0]["finish_reason"]]
+    if reasons != ["length"]:
+        fail("tool_calls_finish_reason", f"a call cut at 6 tokens ended with {reasons}",
+             finish_reasons=reasons)
