@@ -251,7 +251,7 @@ class ChatOutputParser:
 
     def _stream_block(self, out: list[Piece]) -> None:
         assert self._fmt is not None
-        head = self._fmt.stream_head(self._buf)
+        head = self._fmt.stream_head(self._buf, self._tools)
         if head is None:
             return
         if self._streamed is None:

@@ -63,7 +63,7 @@ class ToolFormat:
         """The calls in one block (the text between ``start`` and ``end``)."""
         raise NotImplementedError
 
-    def stream_head(self, body: str) -> StreamHead | None:
+    def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         """The call in a block still being generated, for formats whose arguments stream."""
         return None
 

@@ -18,7 +18,7 @@ class GenericJsonFormat(ToolFormat):
     def parse_block(self, body: str, tools: Tools) -> list[RawCall]:
         return list_of_calls(body)
 
-    def stream_head(self, body: str) -> StreamHead | None:
+    def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         return json_stream_head(body) if body.startswith("{") else None
 
 

@@ -30,7 +30,7 @@ class HermesFormat(ToolFormat):
             raise MalformedCall("empty tool call")
         return [name_arguments_call(text)]
 
-    def stream_head(self, body: str) -> StreamHead | None:
+    def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         return json_stream_head(body)
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:

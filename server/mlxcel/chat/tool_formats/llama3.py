@@ -39,7 +39,7 @@ class Llama3Format(ToolFormat):
                 calls.extend(list_of_calls(part))
         return calls
 
-    def stream_head(self, body: str) -> StreamHead | None:
+    def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         return json_stream_head(self._body(body))
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:

@@ -41,7 +41,7 @@ class MistralBracketedFormat(ToolFormat):
             raise MalformedCall("no call after [TOOL_CALLS]")
         return calls
 
-    def stream_head(self, body: str) -> StreamHead | None:
+    def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         if self.start in body:
             return None  # a second call: sent at the end
         match = _HEAD.match(body)

@@ -30,7 +30,7 @@ class MistralNemoFormat(ToolFormat):
             raise MalformedCall("[TOOL_CALLS] is not followed by JSON")
         return list_of_calls(text)
 
-    def stream_head(self, body: str) -> StreamHead | None:
+    def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         stripped = body.lstrip()
         return json_stream_head(stripped[1:]) if stripped.startswith("[") else None
 

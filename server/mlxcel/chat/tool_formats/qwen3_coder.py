@@ -38,9 +38,19 @@ class Qwen3CoderFormat(ToolFormat):
             raise MalformedCall("no <function=...> in the tool call")
         return calls
 
-    def stream_head(self, body: str) -> StreamHead | None:
+    def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
+        """Each finished ``<parameter>`` streams as one member of the JSON object the final
+        parse builds (``json.dumps`` spelling), so the fragments add up to it exactly."""
         match = re.match(r"\s*<function=([^>\n]+)>", body)
-        return StreamHead(match.group(1).strip(), None) if match else None
+        if match is None:
+            return None
+        name = match.group(1).strip()
+        closed = body[match.end():].rsplit("</parameter>", 1)[0] if "</parameter>" in body else ""
+        pairs = [(k.strip(), strip_newline_edges(v)) for k, v in _PARAMETER.findall(closed)]
+        if not pairs:
+            return StreamHead(name, "")
+        full = coerced_arguments(pairs, tools, name)
+        return StreamHead(name, full[:-1])  # everything but the closing brace
 
 
 FORMAT = Qwen3CoderFormat()
