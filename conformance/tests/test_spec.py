@@ -235,7 +235,7 @@ def test_fuzz_maximum_on_generation_lengths() -> None:
                 ],
                 "stop": ["\n"],
                 "tool_choice": {"type": "function", "function": {"name": "f"}},
-                "response_format": {"type": "text"},
+                "response_format": {"type": "json_schema", "json_schema": {"schema": {}}},
             },
             True,
         ),
@@ -260,7 +260,7 @@ def test_fuzz_maximum_on_generation_lengths() -> None:
         (
             {
                 "messages": [{"role": "user", "content": "x"}],
-                "response_format": {"type": "json_schema", "json_schema": {"schema": {}}},
+                "response_format": {"type": "json_schema"},
             },
             False,
         ),

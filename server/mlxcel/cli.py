@@ -13,6 +13,8 @@ import uvicorn
 from . import __version__
 from .app import create_app
 from .bundled import bundled_model_path
+from .chat.template import load_template_override
+from .chat.template_kwargs import parse_server_kwargs
 from .config import GenerationDefaults, ServerConfig
 from .engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from .engine.worker import Engine, EngineConfig
@@ -61,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--xtc-probability", type=float, default=d.xtc_probability)
     add("--xtc-threshold", type=float, default=d.xtc_threshold)
     add_engine_flags(p)
+    add("--chat-template", default=_env("LLAMA_ARG_CHAT_TEMPLATE"),
+        help="Jinja chat template (text or a file path) replacing the model's "
+        "[env LLAMA_ARG_CHAT_TEMPLATE]")
+    add("--chat-template-file", default=_env("LLAMA_ARG_CHAT_TEMPLATE_FILE"),
+        help="file holding the Jinja chat template [env LLAMA_ARG_CHAT_TEMPLATE_FILE]")
+    add("--chat-template-kwargs", default=_env("LLAMA_ARG_CHAT_TEMPLATE_KWARGS"),
+        help="JSON object of default template kwargs; request keys win "
+        "[env LLAMA_ARG_CHAT_TEMPLATE_KWARGS]")
     add("--log-level", default=_env("MLXCEL_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"])
     return p
@@ -131,6 +141,11 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         xtc_probability=args.xtc_probability,
         xtc_threshold=args.xtc_threshold,
     )
+    try:
+        template_kwargs = parse_server_kwargs(args.chat_template_kwargs)
+    except ValueError as exc:
+        raise SystemExit(f"mlxcel-server: --chat-template-kwargs: {exc}") from None
+    template = load_template_override(args.chat_template_file or args.chat_template)
     return ServerConfig(
         model=args.model or str(bundled_model_path()),
         host=args.host,
@@ -143,6 +158,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         metrics=bool(args.metrics or args.metrics_port),
         metrics_port=args.metrics_port,
         slots=args.slots,
+        chat_template=template,
+        chat_template_kwargs=template_kwargs,
     )
 
 

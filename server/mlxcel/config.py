@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,6 @@ class ServerConfig:
     metrics: bool = False
     metrics_port: int | None = None
     slots: bool = True
+    # --chat-template (the Jinja text, already read from a file) and --chat-template-kwargs.
+    chat_template: str | None = None
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)

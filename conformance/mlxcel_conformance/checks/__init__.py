@@ -1,8 +1,9 @@
 """The suite's named checks. Importing this package registers every check in `REGISTRY`.
 
 One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completions`,
-`openai_common` (usage, logprobs), `errors_checks`, `responses_events`, `responses_body`,
-`anthropic_events`, `anthropic_body`, `engine_checks`.
+`openai_common` (usage, logprobs), `chat_semantics` (tools, reasoning, structured output),
+`errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
+`engine_checks`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ CHECK_MODULES = (
     "openai_common",
     "openai_chat",
     "openai_completions",
+    "chat_semantics",
     "errors_checks",
     "responses_events",
     "responses_body",

@@ -78,6 +78,32 @@ def _text_only(body: Any) -> None:
                 content[i] = {"type": "text", "text": "media"}
 
 
+def _declared_choice(body: Any) -> None:
+    """tool_choice rules the spec cannot express (a named function must be declared, `required`
+    needs tools, a forced choice excludes a constraining response_format) are documented 400s:
+    fuzz consistent requests. A generated schema is replaced by `{}` (any JSON): whether the
+    grammar engine accepts an arbitrary schema is a documented 400, not a fuzz target."""
+    if not isinstance(body, dict):
+        return
+    choice, tools = body.get("tool_choice"), body.get("tools")
+    declared = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    if choice == "required" and not declared:
+        body["tool_choice"] = "auto"
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        if isinstance(name, str) and name not in [
+            (t.get("function") or {}).get("name") for t in declared
+        ]:
+            body["tools"] = [*declared, {"type": "function", "function": {"name": name}}]
+    forced = body.get("tool_choice") == "required" or isinstance(body.get("tool_choice"), dict)
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        if forced:
+            body.pop("response_format")
+        elif isinstance(fmt.get("json_schema"), dict):
+            fmt["json_schema"]["schema"] = {}
+
+
 def _clamp(body: Any, limits: dict[str, int]) -> None:
     if not isinstance(body, dict):
         return
@@ -127,6 +153,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
     def fuzz(case: schemathesis.Case) -> None:
         _clamp(case.body, limits)
         _text_only(case.body)
+        _declared_choice(case.body)
         response = case.call(headers=headers)
         if _context_exceeded(response):
             return  # a prompt over the context is a documented 400 no schema can rule out

@@ -2,28 +2,45 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from ..chat.template import apply_template_override
 from ..engine.handle import RequestHandle
 from ..engine.request import Finished
 from ..protocol.body import parse_body
-from ..protocol.chat import (
+from ..protocol.chat import ChatCompletionRequest, ChatSetup, to_chat_setup
+from ..protocol.chat_render import (
     ChatChunkEncoder,
-    ChatCompletionRequest,
+    ChatOutput,
     completion_body,
-    to_generation_request,
+    stream_logprobs,
 )
 from ..protocol.logprobs import render_token_logprob
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
 from .priority import request_priority
-from .state import FINGERPRINT, app_state
+from .state import FINGERPRINT, AppState, app_state
 
 router = APIRouter()
+log = logging.getLogger("mlxcel.chat")
+
+
+def _warn_if_forced_without_call(setup: ChatSetup, has_calls: bool) -> None:
+    if setup.forced and not has_calls:
+        log.warning("request %s: a forced tool_choice ended without a tool call",
+                    setup.generation.request_id)
+
+
+def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
+    config = state.config
+    return getattr(config, "chat_template", None), dict(
+        getattr(config, "chat_template_kwargs", None) or {}
+    )
 
 
 @router.post("/v1/chat/completions")
@@ -31,40 +48,53 @@ async def create_chat_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(ChatCompletionRequest, await request.body())
     model = state.require_model()
-    gen = to_generation_request(body, model, state.config.defaults)
-    handle = state.engine.submit(gen, request_priority(request))
+    template, server_kwargs = _server_chat_settings(state)
+    apply_template_override(model, template)
+    setup = to_chat_setup(body, model, state.config.defaults, server_kwargs)
+    handle = state.engine.submit(setup.generation, request_priority(request))
     if body.stream:
-        return sse_response(_stream(handle, body, state.model_name))
+        return sse_response(_stream(handle, body, setup, state.model_name))
     done = await collect(request, handle)
+    parser = setup.new_parser()
+    parser.feed(done.text)
+    parser.finish()
+    _warn_if_forced_without_call(setup, bool(parser.calls))
     logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.logprobs else None
-    payload = completion_body(
-        gen.request_id, state.model_name, FINGERPRINT, done.text, done.finished, logprobs
-    )
+    output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs)
+    payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
     return JSONResponse(payload)
 
 
 async def _stream(
-    handle: RequestHandle, body: ChatCompletionRequest, model_name: str
+    handle: RequestHandle, body: ChatCompletionRequest, setup: ChatSetup, model_name: str
 ) -> AsyncIterator[str]:
     encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT)
+    parser = setup.new_parser()
+    want_logprobs = bool(body.logprobs)
     yield data_event(encoder.role())
     async for event in stream_events(handle):
         if isinstance(event, Finished):
-            for chunk in _closing_chunks(encoder, event, body.wants_usage_chunk()):
+            for chunk in encoder.pieces(parser.finish()):
+                yield data_event(chunk)
+            _warn_if_forced_without_call(setup, bool(parser.calls))
+            closing = _closing_chunks(encoder, event, body.wants_usage_chunk(), bool(parser.calls))
+            for chunk in closing:
                 yield data_event(chunk)
         else:
-            yield data_event(encoder.delta(event, bool(body.logprobs)))
+            logprobs = stream_logprobs(event.logprobs, want_logprobs)
+            for chunk in encoder.pieces(parser.feed(event.text), logprobs):
+                yield data_event(chunk)
     yield data_event("[DONE]")
 
 
 def _closing_chunks(
-    encoder: ChatChunkEncoder, finished: Finished, with_usage: bool
+    encoder: ChatChunkEncoder, finished: Finished, with_usage: bool, has_calls: bool
 ) -> list[dict[str, Any]]:
     if finished.reason == "error":
         # openai-python raises APIError on a data payload with a top-level "error" key.
         message = f"generation failed: {finished.error}"
         return [{"error": {"message": message, "type": "server_error", "code": None}}]
-    chunks = [encoder.finish(finished)]
+    chunks = [encoder.finish(finished, has_calls)]
     if with_usage:
         chunks.append(encoder.usage(finished))
     return chunks

@@ -1,17 +1,79 @@
 """Rendering a conversation into prompt tokens with the model's chat template.
 
 Uses the tokenizer's own ``apply_chat_template`` (transformers' semantics: jinja2 sandbox,
-``tools`` left undefined when there are none, ``add_generation_prompt``).
+``tools`` left undefined when there are none, ``add_generation_prompt``). A server-wide
+``--chat-template`` replaces the model's template once, so everything that reads the template
+(tool-call format detection included) sees the same one.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from jinja2 import TemplateError
 
 from ..engine.model import LoadedModel
 from ..errors import InvalidRequestError
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    text: str
+    tokens: list[int]
+
+
+def load_template_override(value: str | None) -> str | None:
+    """``--chat-template``: a file path, or the Jinja template text itself."""
+    if not value:
+        return None
+    path = Path(value)
+    if len(value) < 4096 and "\n" not in value and path.is_file():
+        return path.read_text(encoding="utf-8")
+    return value
+
+
+def apply_template_override(model: LoadedModel, template: str | None) -> None:
+    """Install ``template`` as the model's chat template (idempotent)."""
+    if template is None or model.chat_template == template:
+        return
+    inner = getattr(model.tokenizer, "_tokenizer", model.tokenizer)
+    inner.chat_template = template
+
+
+def render_chat(
+    model: LoadedModel,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    template_kwargs: dict[str, Any] | None = None,
+) -> RenderedPrompt:
+    """The prompt text and ids for ``messages`` ending in an open assistant turn."""
+    if model.chat_template is None:
+        text = _plain_transcript(messages)
+        return RenderedPrompt(text, model.encode(text))
+    kwargs = dict(template_kwargs or {})
+    for reserved in ("messages", "tools", "add_generation_prompt", "tokenize",
+                     "conversation", "chat_template", "return_dict"):
+        kwargs.pop(reserved, None)
+    try:
+        text = model.tokenizer.apply_chat_template(
+            messages,
+            tools=tools or None,
+            add_generation_prompt=True,
+            tokenize=False,
+            **kwargs,
+        )
+    except (TemplateError, TypeError, ValueError, KeyError, AttributeError,
+            IndexError) as exc:
+        # The template rejected this conversation (e.g. roles out of order): the request's fault.
+        raise InvalidRequestError(
+            f"The chat template could not render the messages: {str(exc)[:200]}"
+        ) from None
+    if not isinstance(text, str):
+        raise InvalidRequestError("The chat template did not produce text.")
+    return RenderedPrompt(text, model.encode(text))
 
 
 def render_chat_prompt(
@@ -22,25 +84,7 @@ def render_chat_prompt(
     template_kwargs: dict[str, Any] | None = None,
 ) -> list[int]:
     """Prompt token ids for ``messages`` ending in an open assistant turn."""
-    if model.chat_template is None:
-        return model.encode(_plain_transcript(messages))
-    kwargs = dict(template_kwargs or {})
-    try:
-        text = model.tokenizer.apply_chat_template(
-            messages,
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=False,
-            **kwargs,
-        )
-    except (TemplateError, TypeError, ValueError, KeyError) as exc:
-        # The template rejected this conversation (e.g. roles out of order): the request's fault.
-        raise InvalidRequestError(
-            f"The chat template could not render the messages: {exc}"
-        ) from None
-    if not isinstance(text, str):
-        raise InvalidRequestError("The chat template did not produce text.")
-    return model.encode(text)
+    return render_chat(model, messages, tools=tools, template_kwargs=template_kwargs).tokens
 
 
 def _plain_transcript(messages: list[dict[str, Any]]) -> str:

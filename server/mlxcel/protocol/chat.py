@@ -1,24 +1,33 @@
-"""OpenAI Chat Completions: request model, translation to ``GenerationRequest``, rendering.
+"""OpenAI Chat Completions: the request model and its translation to a ``GenerationRequest``
+plus the ``ChatSetup`` that splits the output (rendering lives in ``chat_render.py``).
 
-``ChatChunkEncoder`` is the stream's state machine: role chunk first, content deltas, exactly
-one finish chunk, then (when asked) the usage chunk with ``choices: []``; the adapter adds
-``data: [DONE]``.
+Order of the translation: tool_choice rules (400s), constraints (forced call grammar or
+``response_format``), template kwargs, the rolling reasoning checkpoint, the tool_choice
+instruction, then the template.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..chat.template import render_chat_prompt
+from ..chat.forced_choice import forced_call_factories
+from ..chat.reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
+from ..chat.stream_filter import ChatOutputParser
+from ..chat.template import render_chat
+from ..chat.template_kwargs import merged_kwargs, request_kwargs
+from ..chat.thinking import apply_rolling_checkpoint
+from ..chat.tool_calls import tool_format_of
+from ..chat.tool_choice import ToolPlan, place_instruction, plan_tools
+from ..chat.tool_formats.base import ToolFormat
 from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
-from ..engine.request import Finished, GenerationRequest, TokenDelta
+from ..engine.request import Finished, GenerationRequest, LogitsProcessorFactory
 from ..errors import InvalidRequestError
-from .logprobs import render_logprobs
+from ..structured.response_format import is_constraining, response_format_factories
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
 
@@ -43,10 +52,10 @@ class ChatCompletionRequest(OpenAISamplingFields):
     max_completion_tokens: Int | None = Field(default=None, ge=1)
     logprobs: bool | None = None
     top_logprobs: Int | None = Field(default=None, ge=0, le=20)
-    tools: list[dict[str, Any]] | None = None
+    tools: Any = None
     tool_choice: Any = None
     response_format: dict[str, Any] | None = None
-    chat_template_kwargs: dict[str, Any] | None = None
+    chat_template_kwargs: Any = None
 
 
 def _flatten_content(index: int, message: ChatMessage) -> str | None:
@@ -94,37 +103,84 @@ def template_messages(request: ChatCompletionRequest) -> list[dict[str, Any]]:
     return out
 
 
-def _check_unsupported(request: ChatCompletionRequest) -> None:
-    request.check_n()
-    fmt = (request.response_format or {}).get("type", "text")
-    if fmt != "text":
-        raise InvalidRequestError(
-            f"response_format type {fmt!r} is not supported yet.", param="response_format"
+@dataclass(frozen=True)
+class ChatSetup:
+    """Everything a chat generation needs beyond the ``GenerationRequest``: how to split the
+    output into answer, reasoning and tool calls."""
+
+    generation: GenerationRequest
+    tool_format: ToolFormat | None
+    tools: list[dict[str, Any]] | None
+    reasoning: ReasoningMarkers | None
+    starts_in_reasoning: bool
+    forced: bool = False  # tool_choice required or named
+
+    def new_parser(self) -> ChatOutputParser:
+        return ChatOutputParser(
+            tool_format=self.tool_format,
+            tools=self.tools,
+            reasoning=self.reasoning,
+            starts_in_reasoning=self.starts_in_reasoning,
+            request_id=self.generation.request_id,
         )
 
 
-def to_generation_request(
-    request: ChatCompletionRequest, model: LoadedModel, defaults: GenerationDefaults
-) -> GenerationRequest:
-    _check_unsupported(request)
-    prompt = render_chat_prompt(
-        model,
-        template_messages(request),
-        tools=request.tools,
-        template_kwargs=request.chat_template_kwargs,
+def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> dict[str, Any]:
+    own = request_kwargs(request.chat_template_kwargs, request.model_extra or {})
+    return merged_kwargs(server, own)
+
+
+def _constraints(
+    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None
+) -> tuple[LogitsProcessorFactory, ...]:
+    if plan.required and is_constraining(request.response_format):
+        raise InvalidRequestError(
+            "A forced tool_choice cannot be combined with a constraining response_format.",
+            param="tool_choice",
+        )
+    if plan.required and plan.tools:
+        return forced_call_factories(model, fmt, plan.tools)
+    return response_format_factories(model, request.response_format)
+
+
+def to_chat_setup(
+    request: ChatCompletionRequest,
+    model: LoadedModel,
+    defaults: GenerationDefaults,
+    server_template_kwargs: dict[str, Any] | None = None,
+) -> ChatSetup:
+    request.check_n()
+    plan = plan_tools(request.tools, request.tool_choice)
+    fmt = tool_format_of(model) if plan.tools else None
+    factories = _constraints(request, model, plan, fmt)
+    kwargs = _template_kwargs(request, server_template_kwargs or {})
+    markers = reasoning_markers(model)
+    messages = apply_rolling_checkpoint(
+        template_messages(request), markers, bool(kwargs.get("preserve_thinking"))
     )
+    messages = place_instruction(messages, plan.instruction)
+    prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs)
     limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
     sampling = request.sampling(defaults)
-    return GenerationRequest(
-        prompt_tokens=tuple(prompt),
+    generation = GenerationRequest(
+        prompt_tokens=tuple(prompt.tokens),
         max_tokens=limit,
         sampling=sampling,
         stop=request.stop_strings(),
         logprobs=bool(request.logprobs),
         top_logprobs=(request.top_logprobs or 0) if request.logprobs else 0,
         ignore_eos=bool(request.ignore_eos),
+        logits_processor_factories=factories,
         request_id=new_id("chatcmpl-"),
     )
+    return ChatSetup(generation, fmt, plan.tools, markers,
+                     prompt_opens_reasoning(prompt.text, markers), plan.required)
+
+
+def to_generation_request(
+    request: ChatCompletionRequest, model: LoadedModel, defaults: GenerationDefaults
+) -> GenerationRequest:
+    return to_chat_setup(request, model, defaults).generation
 
 
 def new_id(prefix: str) -> str:
@@ -142,59 +198,3 @@ def usage_of(finished: Finished) -> dict[str, Any]:
 
 def finish_reason_of(finished: Finished) -> str:
     return "length" if finished.reason == "length" else "stop"
-
-
-class ChatChunkEncoder:
-    """Builds the chunks of one streamed chat completion, in order."""
-
-    def __init__(self, request_id: str, model_name: str, fingerprint: str) -> None:
-        self._base = {
-            "id": request_id,
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model_name,
-            "system_fingerprint": fingerprint,
-        }
-
-    def _chunk(self, delta: dict[str, Any], finish: str | None, logprobs: Any = None) -> dict:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
-        return {**self._base, "choices": [choice]}
-
-    def role(self) -> dict[str, Any]:
-        return self._chunk({"role": "assistant"}, None)
-
-    def delta(self, event: TokenDelta, want_logprobs: bool) -> dict[str, Any]:
-        logprobs = render_logprobs(event.logprobs) if want_logprobs else None
-        return self._chunk({"content": event.text}, None, logprobs)
-
-    def finish(self, finished: Finished) -> dict[str, Any]:
-        return self._chunk({}, finish_reason_of(finished))
-
-    def usage(self, finished: Finished) -> dict[str, Any]:
-        return {**self._base, "choices": [], "usage": usage_of(finished)}
-
-
-def completion_body(
-    request_id: str,
-    model_name: str,
-    fingerprint: str,
-    text: str,
-    finished: Finished,
-    logprobs: list[dict[str, Any]] | None,
-) -> dict[str, Any]:
-    return {
-        "id": request_id,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model_name,
-        "system_fingerprint": fingerprint,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "finish_reason": finish_reason_of(finished),
-                "logprobs": None if logprobs is None else {"content": logprobs, "refusal": None},
-            }
-        ],
-        "usage": usage_of(finished),
-    }

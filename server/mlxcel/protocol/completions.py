@@ -11,6 +11,7 @@ from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
 from ..engine.request import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ..errors import InvalidRequestError
+from ..structured.response_format import response_format_factories
 from .chat import finish_reason_of, new_id
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
@@ -67,11 +68,7 @@ def to_generation_requests(
         raise InvalidRequestError("suffix is not supported by this server.", param="suffix")
     if request.best_of is not None and request.best_of > 1:
         raise InvalidRequestError("best_of > 1 is not supported.", param="best_of")
-    fmt = (request.response_format or {}).get("type", "text")
-    if fmt != "text":
-        raise InvalidRequestError(
-            f"response_format type {fmt!r} is not supported yet.", param="response_format"
-        )
+    factories = response_format_factories(model, request.response_format)
     request_id = new_id("cmpl-")
     return [
         GenerationRequest(
@@ -82,6 +79,7 @@ def to_generation_requests(
             logprobs=request.logprobs is not None,
             top_logprobs=request.logprobs or 0,
             ignore_eos=bool(request.ignore_eos),
+            logits_processor_factories=factories,
             request_id=request_id,
         )
         for tokens in prompt_token_lists(request, model)

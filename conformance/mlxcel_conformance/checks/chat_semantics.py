@@ -1,0 +1,108 @@
+"""Checks on what a chat answer means, beyond its shape: tool calls, reasoning, forced tool
+choice and structured output.
+
+They take parsed bodies or the tool calls assembled by `tool_call_deltas`, so a streamed and a
+non-streamed answer go through the same checks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsonschema
+
+from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.errors import Severity
+
+# Model-internal markup of the tool-call and reasoning formats a server must never leak.
+MARKUP = (
+    "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function=",
+    "<think>", "</think>", "<|tool_call_start|>", "<|tool_calls_section_begin|>",
+)
+
+
+@check("tool_markup_hidden", severity=Severity.HIGH,
+       description="with tools sent, tool-call and reasoning markup never appears in content")
+def check_tool_markup_hidden(content: str | None) -> None:
+    for marker in MARKUP:
+        if content and marker in content:
+            fail("tool_markup_hidden", f"content carries the marker {marker!r}", content=content)
+
+
+@check("tool_calls_finish_reason", severity=Severity.CRITICAL,
+       description="finish_reason is tool_calls exactly when the answer carries tool calls")
+def check_tool_calls_finish_reason(finish_reason: str | None,
+                                   calls: Sequence[Mapping[str, Any]]) -> None:
+    if calls and finish_reason not in ("tool_calls", "length"):
+        fail("tool_calls_finish_reason",
+             f"{len(calls)} tool call(s) but finish_reason {finish_reason!r}", calls=list(calls))
+    if finish_reason == "tool_calls" and not calls:
+        fail("tool_calls_finish_reason", "finish_reason tool_calls with no tool call")
+
+
+def _tool_schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools}
+
+
+@check("tool_call_declared", severity=Severity.CRITICAL,
+       description="every call names a declared (or the forced) function with schema-valid "
+       "JSON arguments")
+def check_tool_call_declared(calls: Sequence[Mapping[str, Any]],
+                             tools: Sequence[Mapping[str, Any]],
+                             forced: str | None = None) -> None:
+    schemas = _tool_schemas(tools)
+    for call in calls:
+        function = call.get("function") or {}
+        name = function.get("name")
+        if name not in schemas or (forced is not None and name != forced):
+            fail("tool_call_declared", f"call to {name!r}; declared {sorted(schemas)}, "
+                 f"forced {forced!r}", call=dict(call))
+        try:
+            arguments = json.loads(function.get("arguments") or "")
+        except ValueError:
+            fail("tool_call_declared", "arguments are not JSON", call=dict(call))
+        errors = sorted(jsonschema.Draft202012Validator(schemas[name]).iter_errors(arguments),
+                        key=str)
+        if errors:
+            fail("tool_call_declared", f"arguments break the tool schema: {errors[0].message}",
+                 call=dict(call))
+
+
+@check("reasoning_split", severity=Severity.MEDIUM,
+       description="a <think> block goes to reasoning_content, never into content")
+def check_reasoning_split(message: Mapping[str, Any]) -> str:
+    content = message.get("content") or ""
+    if "<think>" in content or "</think>" in content:
+        fail("reasoning_split", "content carries <think> markup", answer=dict(message))
+    reasoning = message.get("reasoning_content")
+    if not isinstance(reasoning, str) or not reasoning:
+        fail("reasoning_split", "no reasoning_content for an answer that reasoned",
+             answer=dict(message))
+    return reasoning
+
+
+@check("structured_output_valid", severity=Severity.CRITICAL,
+       description="a json_schema answer that finished with stop is JSON valid against it")
+def check_structured_output(text: str, schema: Mapping[str, Any], finish_reason: str) -> Any:
+    if finish_reason == "length":
+        return None  # cut off: honest, and not required to be complete
+    if finish_reason != "stop":
+        fail("structured_output_valid", f"finish_reason {finish_reason!r}", text=text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        fail("structured_output_valid", "the output is not JSON", text=text)
+    errors = list(jsonschema.Draft202012Validator(dict(schema)).iter_errors(value))
+    if errors:
+        fail("structured_output_valid", f"the output breaks the schema: {errors[0].message}",
+             text=text, schema=dict(schema))
+    return value
+
+
+@check("error_no_schema_echo", severity=Severity.MEDIUM,
+       description="a schema rejected for its size or shape is not echoed in the error")
+def check_error_no_schema_echo(body: Any, sentinel: str) -> None:
+    if sentinel in json.dumps(body):
+        fail("error_no_schema_echo", "the error body echoes the schema", body=body)

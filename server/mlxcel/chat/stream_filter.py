@@ -1,0 +1,298 @@
+"""The stream filter: generated text in, typed pieces out (answer text, reasoning text, tool-call
+starts and argument fragments), with no markup ever in the answer text.
+
+State machine (one table, read it first)::
+
+    state       looks for                      on match                     at finish
+    CONTENT     reasoning open, tool start     → REASONING / TOOL           release held text
+    REASONING   reasoning close                → CONTENT (strip leading \\n) all reasoning
+    TOOL        format's end marker (if any)   parse block → CONTENT        parse what is there
+
+A suffix of the buffer that could still become a marker is held back and released as text as
+soon as it cannot. In CONTENT with tools active, trailing whitespace is held too: it is dropped
+when a tool call follows, so streamed and non-streamed content agree. The end-of-block parse is
+authoritative; a streamed call keeps its id and receives the arguments not yet sent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from .reasoning import ReasoningMarkers
+from .tool_calls import ParsedToolCall, new_call_id
+from .tool_formats.base import MalformedCall, ToolFormat, Tools
+
+log = logging.getLogger("mlxcel.chat")
+
+
+@dataclass(frozen=True)
+class ContentPiece:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningPiece:
+    text: str
+
+
+@dataclass(frozen=True)
+class CallStart:
+    index: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CallArguments:
+    index: int
+    fragment: str
+
+
+Piece = ContentPiece | ReasoningPiece | CallStart | CallArguments
+
+
+class _State(Enum):
+    CONTENT = "content"
+    REASONING = "reasoning"
+    TOOL = "tool"
+
+
+def held_suffix(text: str, markers: list[str]) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of some marker."""
+    best = 0
+    for marker in markers:
+        for n in range(min(len(marker) - 1, len(text)), best, -1):
+            if text.endswith(marker[:n]):
+                best = n
+                break
+    return best
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _earliest(text: str, markers: list[str]) -> tuple[int, str] | None:
+    found: tuple[int, str] | None = None
+    for marker in markers:
+        at = text.find(marker)
+        if at >= 0 and (found is None or at < found[0]):
+            found = (at, marker)
+    return found
+
+
+class ChatOutputParser:
+    """One generation's output, fed as it arrives (or all at once for a non-streamed answer)."""
+
+    def __init__(
+        self,
+        *,
+        tool_format: ToolFormat | None = None,
+        tools: Tools | None = None,
+        reasoning: ReasoningMarkers | None = None,
+        starts_in_reasoning: bool = False,
+        request_id: str = "",
+        id_factory: Callable[[], str] = new_call_id,
+    ) -> None:
+        self._fmt = tool_format if tools else None
+        self._tools = tools or []
+        self._reasoning = reasoning
+        self._state = _State.REASONING if starts_in_reasoning and reasoning else _State.CONTENT
+        self._buf = ""
+        self._strip_leading = self._state is _State.REASONING
+        self._pending_ws = ""
+        self._held_newlines = ""
+        self._request_id = request_id
+        self._new_id = id_factory
+        self._streamed: CallStart | None = None
+        self._streamed_args = ""
+        self.calls: list[ParsedToolCall] = []
+        self._content: list[str] = []
+        self._reasoning_parts: list[str] | None = [] if self._state is _State.REASONING else None
+
+    # -- results ------------------------------------------------------------------------------
+    @property
+    def content(self) -> str:
+        return "".join(self._content)
+
+    @property
+    def reasoning(self) -> str | None:
+        return None if self._reasoning_parts is None else "".join(self._reasoning_parts)
+
+    # -- feeding ------------------------------------------------------------------------------
+    def feed(self, text: str) -> list[Piece]:
+        self._buf += text
+        out: list[Piece] = []
+        while True:
+            before = (self._state, len(self._buf))
+            if self._state is _State.CONTENT:
+                self._step_content(out, final=False)
+            elif self._state is _State.REASONING:
+                self._step_reasoning(out, final=False)
+            else:
+                self._step_tool(out, final=False)
+            if (self._state, len(self._buf)) == before:
+                return out
+
+    def finish(self) -> list[Piece]:
+        out = self.feed("")
+        if self._state is _State.CONTENT:
+            self._step_content(out, final=True)
+        elif self._state is _State.REASONING:
+            self._step_reasoning(out, final=True)
+        else:
+            self._step_tool(out, final=True)
+        if self._pending_ws and not self.calls:
+            self._emit_content(out, self._pending_ws)
+        self._pending_ws = ""
+        return out
+
+    # -- CONTENT ------------------------------------------------------------------------------
+    def _content_markers(self) -> list[str]:
+        markers = []
+        if self._reasoning is not None:
+            markers.append(self._reasoning.open)
+        if self._fmt is not None:
+            markers.extend(self._fmt.starts)
+        return markers
+
+    def _step_content(self, out: list[Piece], final: bool) -> None:
+        markers = self._content_markers()
+        hit = _earliest(self._buf, markers)
+        if hit is not None:
+            at, marker = hit
+            self._release_content(out, self._buf[:at])
+            kept = self._fmt is not None and self._fmt.keep_start and marker in self._fmt.starts
+            self._buf = self._buf[at if kept else at + len(marker):]
+            if self._reasoning is not None and marker == self._reasoning.open:
+                self._state = _State.REASONING
+                if self._reasoning_parts is None:
+                    self._reasoning_parts = []
+            else:
+                self._pending_ws = ""  # whitespace before a call is not content
+                self._state = _State.TOOL
+            self._strip_leading = True
+            return
+        keep = 0 if final else held_suffix(self._buf, markers)
+        self._release_content(out, self._buf[: len(self._buf) - keep])
+        self._buf = self._buf[len(self._buf) - keep:]
+
+    def _release_content(self, out: list[Piece], text: str) -> None:
+        if self._strip_leading:
+            text = text.lstrip("\n")
+            if not text:
+                return
+            self._strip_leading = False
+        if self._fmt is None:
+            self._emit_content(out, text)
+            return
+        text = self._pending_ws + text
+        body = text.rstrip()
+        self._pending_ws = text[len(body):]
+        self._emit_content(out, body)
+
+    def _emit_content(self, out: list[Piece], text: str) -> None:
+        if text:
+            self._content.append(text)
+            out.append(ContentPiece(text))
+
+    # -- REASONING ----------------------------------------------------------------------------
+    def _step_reasoning(self, out: list[Piece], final: bool) -> None:
+        assert self._reasoning is not None
+        close = self._reasoning.close
+        at = self._buf.find(close)
+        if at >= 0:
+            self._release_reasoning(out, self._buf[:at], closing=True)
+            self._buf = self._buf[at + len(close):]
+            self._state = _State.CONTENT
+            self._strip_leading = True
+            return
+        keep = 0 if final else held_suffix(self._buf, [close])
+        self._release_reasoning(out, self._buf[: len(self._buf) - keep], closing=final)
+        self._buf = self._buf[len(self._buf) - keep:]
+
+    def _release_reasoning(self, out: list[Piece], text: str, closing: bool) -> None:
+        if self._strip_leading:
+            text = text.lstrip("\n")
+            if not text and not closing:
+                return
+            self._strip_leading = False
+        text = self._held_newlines + text
+        body = text.rstrip("\n")
+        self._held_newlines = "" if closing else text[len(body):]
+        if body:
+            assert self._reasoning_parts is not None
+            self._reasoning_parts.append(body)
+            out.append(ReasoningPiece(body))
+
+    # -- TOOL ---------------------------------------------------------------------------------
+    def _step_tool(self, out: list[Piece], final: bool) -> None:
+        assert self._fmt is not None
+        end = self._fmt.end
+        at = self._buf.find(end) if end else -1
+        if at >= 0 and end:
+            self._close_block(out, self._buf[:at], complete=True)
+            self._buf = self._buf[at + len(end):]
+            self._state = _State.CONTENT
+            self._strip_leading = True
+            return
+        if final:
+            self._close_block(out, self._buf, complete=end is None)
+            self._buf = ""
+            return
+        self._stream_block(out)
+
+    def _stream_block(self, out: list[Piece]) -> None:
+        assert self._fmt is not None
+        head = self._fmt.stream_head(self._buf, self._tools)
+        if head is None:
+            return
+        if self._streamed is None:
+            self._streamed = CallStart(len(self.calls), self._new_id(), head.name)
+            self._streamed_args = ""
+            out.append(self._streamed)
+        if head.arguments is not None and head.arguments.startswith(self._streamed_args):
+            fragment = head.arguments[len(self._streamed_args):]
+            if fragment:
+                self._streamed_args = head.arguments
+                out.append(CallArguments(self._streamed.index, fragment))
+
+    def _close_block(self, out: list[Piece], body: str, complete: bool) -> None:
+        assert self._fmt is not None
+        try:
+            raws = self._fmt.parse_block(body, self._tools)
+        except (MalformedCall, ValueError) as exc:
+            level = logging.WARNING if complete else logging.INFO
+            log.log(level, "request %s: dropped a malformed %s tool call: %s",
+                    self._request_id, self._fmt.name, exc)
+            raws = []
+        streamed, self._streamed = self._streamed, None
+        for position, raw in enumerate(raws):
+            index = len(self.calls)
+            if position == 0 and streamed is not None:
+                call = ParsedToolCall(streamed.id, streamed.name, raw.arguments)
+                self._reconcile(out, streamed, raw.name, raw.arguments)
+            else:
+                call = ParsedToolCall(self._new_id(), raw.name, raw.arguments)
+                out.append(CallStart(index, call.id, call.name))
+                out.append(CallArguments(index, call.arguments))
+            self.calls.append(call)
+        if not raws and streamed is not None and _is_json_object(self._streamed_args):
+            # Announced, and its arguments are whole although the block is not: keep it.
+            self.calls.append(ParsedToolCall(streamed.id, streamed.name, self._streamed_args))
+
+    def _reconcile(self, out: list[Piece], streamed: CallStart, name: str, arguments: str) -> None:
+        sent = self._streamed_args
+        if name != streamed.name or not arguments.startswith(sent):
+            log.warning("request %s: streamed tool call %s disagrees with the final parse",
+                        self._request_id, streamed.id)
+            return
+        if len(arguments) > len(sent):
+            out.append(CallArguments(streamed.index, arguments[len(sent):]))

@@ -1,0 +1,46 @@
+"""Tool calls in a finished generation: the format a model uses, and the parse.
+
+``extract_tool_calls`` is the entry point other API families use (Responses, Anthropic);
+chat streams use ``stream_filter.ChatOutputParser`` directly. Nothing is parsed when the
+request sent no tools: markup is then ordinary text.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.model import LoadedModel
+from .tool_formats import detect_format
+from .tool_formats.base import ToolFormat
+
+
+@dataclass(frozen=True)
+class ParsedToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def tool_format_of(model: LoadedModel) -> ToolFormat | None:
+    return detect_format(model.chat_template)
+
+
+def extract_tool_calls(
+    model: LoadedModel, text: str, tools: list[dict[str, Any]] | None
+) -> tuple[str, list[ParsedToolCall]]:
+    """(content without tool-call markup, calls). No tools sent: ``(text, [])``."""
+    fmt = tool_format_of(model)
+    if not tools or fmt is None:
+        return text, []
+    from .stream_filter import ChatOutputParser
+
+    parser = ChatOutputParser(tool_format=fmt, tools=tools)
+    parser.feed(text)
+    parser.finish()
+    return parser.content, list(parser.calls)
