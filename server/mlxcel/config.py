@@ -30,3 +30,8 @@ class ServerConfig:
     ctx_size: int = 0
     alias: str | None = None
     defaults: GenerationDefaults = field(default_factory=GenerationDefaults)
+    # Responses API stores (0 entries disables the store).
+    responses_store_max_entries: int = 1024
+    responses_store_ttl_secs: int = 3600
+    conversation_store_max_entries: int = 256
+    conversation_store_ttl_secs: int = 3600
