@@ -8,11 +8,11 @@ from fastapi.responses import JSONResponse, Response
 
 from ..errors import InvalidRequestError, NotFoundError
 from ..protocol.body import parse_body
+from ..protocol.generated import parse_output
 from ..protocol.responses import (
     ResponsesRequest,
     finish_body,
     output_items,
-    parse_output,
     response_body,
 )
 from ..responses_store import ResponsesStores, StoredResponse, make_stores

@@ -13,12 +13,12 @@ from typing import Any
 from ..engine.handle import RequestHandle
 from ..engine.model import LoadedModel
 from ..engine.request import Finished
+from ..protocol.generated import parse_output
 from ..protocol.reasoning_stream import Kind, ReasoningRouter
 from ..protocol.responses import (
     finish_body,
     function_call_item,
     new_id,
-    parse_output,
 )
 from ..protocol.responses_events import ResponsesEventEncoder
 from ..responses_store import ResponsesStores, StoredResponse

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
-from ..chat.reasoning import split_reasoning
-from ..chat.tool_calls import ParsedToolCall, extract_tool_calls
-from ..engine.model import LoadedModel
+from ..chat.tool_calls import ParsedToolCall
 from ..engine.request import Finished
 from ..errors import InvalidRequestError
+from .generated import ParsedOutput
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
 
@@ -123,23 +121,6 @@ def _narrow(tools: list[dict[str, Any]], choice: str | dict[str, Any] | None) ->
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
-
-
-@dataclass(frozen=True)
-class ParsedOutput:
-    reasoning: str | None
-    content: str
-    calls: list[ParsedToolCall]
-
-
-def parse_output(
-    model: LoadedModel, text: str, tools: list[dict[str, Any]] | None, opens_reasoning: bool
-) -> ParsedOutput:
-    reasoning, content = split_reasoning(model, text, opens_reasoning)
-    calls: list[ParsedToolCall] = []
-    if tools:
-        content, calls = extract_tool_calls(model, content, tools)
-    return ParsedOutput(reasoning, content, calls)
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
