@@ -18,7 +18,10 @@ from .golden_cases import GoldenCase
 from .sse import parse_sse
 
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
-            "model": "<model>", "owned_by": "<owner>"}
+            "model": "<model>", "owned_by": "<owner>",
+            # Responses / Anthropic: item and call ids, timestamps
+            "created_at": "<created>", "completed_at": "<created>", "item_id": "<id>",
+            "call_id": "<id>", "tool_use_id": "<id>"}
 
 
 def goldens_dir() -> Path:
@@ -148,7 +151,8 @@ def event_kinds(events: list[Any]) -> list[str]:
     kinds: list[str] = []
     for event in events:
         kind = _event_kind(event)
-        if not (kind == "content" and kinds and kinds[-1] == "content"):
+        repeated = kind == "content" or kind.endswith("delta")  # named delta events too
+        if not (repeated and kinds and kinds[-1] == kind):
             kinds.append(kind)
     return kinds
 
