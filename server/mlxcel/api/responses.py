@@ -18,6 +18,7 @@ from ..protocol.responses import (
 from ..responses_store import ResponsesStores, StoredResponse, make_stores
 from ..sse import sse_response
 from .generation import collect
+from .responses_compact import apply_context_management
 from .responses_stream import stream_response
 from .responses_turn import generation_request, prepare, remember
 from .state import app_state
@@ -45,16 +46,19 @@ async def create_response(request: Request) -> Response:
     body = parse_body(ResponsesRequest, await request.body())
     model = state.require_model()
     turn = prepare(body, model, stores)
-    gen = generation_request(turn, state)
+    compacted = await apply_context_management(request, state, model, turn)
+    gen = generation_request(turn, state, model.context_size)
     handle = state.engine.submit(gen)
     skeleton = response_body(gen.request_id, body, state.model_name)
     if body.stream:
-        return sse_response(stream_response(handle, turn, skeleton, model, stores))
+        return sse_response(stream_response(handle, turn, skeleton, model, stores, compacted))
     done = await collect(request, handle)
     parsed = parse_output(model, done.text, turn.tools, turn.opens_reasoning)
     reasoning_tokens = len(model.encode(parsed.reasoning)) if parsed.reasoning else 0
-    final = finish_body(skeleton, done.finished, output_items(parsed, done.finished),
-                        reasoning_tokens)
+    output = output_items(parsed, done.finished)
+    if compacted is not None:
+        output.insert(0, compacted.item())
+    final = finish_body(skeleton, done.finished, output, reasoning_tokens)
     remember(stores, turn, final)
     return JSONResponse(final)
 

@@ -24,6 +24,7 @@ from ..protocol.responses_events import ResponsesEventEncoder
 from ..responses_store import ResponsesStores, StoredResponse
 from ..sse import named_event
 from .generation import stream_events
+from .responses_compact import Compacted
 from .responses_turn import PreparedTurn, remember
 
 PART_OF = {"reasoning": "reasoning_text", "content": "output_text"}
@@ -91,6 +92,7 @@ async def stream_response(
     skeleton: dict[str, Any],
     model: LoadedModel,
     stores: ResponsesStores,
+    compacted: Compacted | None = None,
 ) -> AsyncIterator[str]:
     enc = ResponsesEventEncoder()
     writer = _Writer(enc)
@@ -103,6 +105,14 @@ async def stream_response(
 
     yield send([enc.response_event("response.created", skeleton),
                 enc.response_event("response.in_progress", skeleton)])
+    if compacted is not None:
+        # Compaction ran before the stream opened (so its 400s are real statuses); its events
+        # still come first, in the documented order.
+        before, after = compacted.tokens_before, compacted.tokens_after
+        yield send([enc.custom("mlx.compaction.started", input_tokens_before=before),
+                    enc.custom("mlx.compaction.completed", input_tokens_before=before,
+                               input_tokens_after=after),
+                    enc.add_item(compacted.item()), enc.close_item()])
     held: list[str] = []
     async for event in stream_events(handle):
         if not isinstance(event, Finished):

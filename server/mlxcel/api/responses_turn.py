@@ -50,6 +50,7 @@ def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict
 
 
 def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores) -> PreparedTurn:
+    # A prompt past the context is refused by the engine at submit, after any compaction.
     check_unsupported(body)
     tools = chat_tools(body)
     history = _earlier_turns(body, stores)
@@ -63,11 +64,15 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores)
     return PreparedTurn(body, history, tools, prompt, opens)
 
 
-def generation_request(turn: PreparedTurn, state: AppState) -> GenerationRequest:
+def generation_request(turn: PreparedTurn, state: AppState, context: int) -> GenerationRequest:
     defaults = state.config.defaults
+    default = defaults.n_predict
+    if turn.body.context_management is not None:
+        # With context management, generation may use all the context left after the prompt.
+        default = max(1, context - len(turn.prompt))
     return GenerationRequest(
         prompt_tokens=tuple(turn.prompt),
-        max_tokens=turn.body.max_output_tokens or turn.body.max_tokens or defaults.n_predict,
+        max_tokens=turn.body.max_output_tokens or turn.body.max_tokens or default,
         sampling=turn.body.sampling(defaults),
         stop=turn.body.stop_strings(),
         request_id=new_id("resp"),

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..errors import InvalidRequestError
+from .responses_compaction import decode_capsule, summary_message
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -110,9 +111,22 @@ class _Builder:
 
 
 def input_messages(items: str | list[Any], param: str = "input") -> list[dict[str, Any]]:
-    """Chat-template messages for ``input``."""
+    """Chat-template messages for ``input``. A ``compaction`` item replays as its summary,
+    followed by its retained turns unless the input repeats them right after it."""
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and item.get("type") == "compaction":
+            capsule = decode_capsule(item.get("encrypted_content"), f"{param}.{i}")
+            before = _convert(items[:i], param)
+            after = input_messages(items[i + 1 :], param)
+            retained = input_messages(capsule.retained, f"{param}.{i}.retained")
+            replay = [] if after[: len(retained)] == retained else retained
+            return before + [summary_message(capsule.summary)] + replay + after
+    return _convert(items, param)
+
+
+def _convert(items: list[Any], param: str) -> list[dict[str, Any]]:
     builder = _Builder()
     for i, item in enumerate(items):
         where = f"{param}.{i}"
