@@ -45,6 +45,16 @@ def _resp(text: Any, **fields: Any) -> dict[str, Any]:
     return {"input": text, "temperature": 0, "max_output_tokens": 48, **fields}
 
 
+def _history(turns: int) -> list[dict[str, Any]]:
+    story = ("Once upon a time, a small robot named Pip lived in a quiet village by the sea. "
+             "Every morning, Pip walked to the harbor to help the fishermen mend their nets.")
+    items: list[dict[str, Any]] = [{"role": "system", "content": "Be terse."}]
+    for _ in range(turns):
+        items += [{"role": "user", "content": "Tell me a story."},
+                  {"role": "assistant", "content": [{"type": "output_text", "text": story}]}]
+    return items + [{"role": "user", "content": "Count to five."}]
+
+
 def _msg(content: Any, **fields: Any) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": content}], "temperature": 0,
             "max_tokens": 48, **fields}
@@ -106,6 +116,19 @@ CASES: tuple[GoldenCase, ...] = (
                _resp("hi", previous_response_id="resp_missing")),
     GoldenCase("error_malformed_json", "responses", "POST", RESPONSES, raw="{not json"),
     GoldenCase("error_unknown_id", "responses", "GET", f"{RESPONSES}/resp_missing"),
+    GoldenCase("context_management_stream", "responses", "POST", RESPONSES,
+               _resp(_history(20), max_output_tokens=8, stream=True,
+                     context_management=[{"type": "compaction", "compact_threshold": 64}]),
+               stream=True),
+    GoldenCase("compact", "responses", "POST", f"{RESPONSES}/compact",
+               {"input": _history(3), "keep_tokens": 16, "max_output_tokens": 16}),
+    GoldenCase("error_compact_nothing_to_summarize", "responses", "POST",
+               f"{RESPONSES}/compact", {"input": "Say hello."}),
+    GoldenCase("error_compact_stream", "responses", "POST", f"{RESPONSES}/compact",
+               {"input": _history(1), "stream": True}),
+    GoldenCase("error_context_management_threshold", "responses", "POST", RESPONSES,
+               _resp("hi", context_management=[{"type": "compaction",
+                                                "compact_threshold": 0}])),
     # -- Anthropic Messages: each stream type and each documented error
     GoldenCase("hello", "anthropic", "POST", MESSAGES, _msg("Say hello.", system="Be terse.")),
     GoldenCase("count_stream", "anthropic", "POST", MESSAGES,

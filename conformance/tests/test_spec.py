@@ -43,6 +43,7 @@ for _prefix in ("/v1", ""):
     EXPECTED_OPERATIONS.update({
         ("POST", f"{_prefix}/responses"): ("responses", ("200", "400", "401", "500", "503")),
         ("POST", f"{_prefix}/responses/input_tokens"): ("responses", ("200", "400", "401", "503")),
+        ("POST", f"{_prefix}/responses/compact"): ("responses", ("200", "400", "401", "503")),
         ("GET", f"{_prefix}/responses/{{response_id}}"): ("responses", _STORED),
         ("DELETE", f"{_prefix}/responses/{{response_id}}"): ("responses", _STORED),
         ("POST", f"{_prefix}/responses/{{response_id}}/cancel"): ("responses", _STORED),

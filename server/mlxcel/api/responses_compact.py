@@ -63,7 +63,10 @@ class Compacted:
         return self.kept + [summary_message(self.summary)] + self.retained
 
     def item(self) -> dict[str, Any]:
-        capsule = Capsule(self.summary, messages_to_items(self.retained))
+        # Without item ids, so the capsule depends only on the history (and goldens can pin it).
+        retained = [{k: v for k, v in item.items() if k != "id"}
+                    for item in messages_to_items(self.retained)]
+        capsule = Capsule(self.summary, retained)
         return {"id": new_id("cmp"), "type": "compaction",
                 "encrypted_content": encode_capsule(capsule)}
 
