@@ -49,7 +49,8 @@ async def create_response(request: Request) -> Response:
     compacted = await apply_context_management(request, state, model, turn)
     gen = generation_request(turn, state, model.context_size)
     handle = state.engine.submit(gen)
-    skeleton = response_body(gen.request_id, body, state.model_name)
+    skeleton = response_body(gen.request_id, body, state.model_name,
+                             sampling=(gen.sampling.temperature, gen.sampling.top_p))
     if body.stream:
         return sse_response(stream_response(handle, turn, skeleton, model, stores, compacted))
     done = await collect(request, handle)

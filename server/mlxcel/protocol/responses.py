@@ -167,9 +167,11 @@ def response_body(
     *,
     status: str = "in_progress",
     output: list[dict[str, Any]] | None = None,
+    sampling: tuple[float | None, float | None] | None = None,
 ) -> dict[str, Any]:
-    """The ``response`` object without ``usage`` (added on completion only)."""
-    sampling = request.temperature, request.top_p
+    """The ``response`` object without ``usage`` (added on completion only); ``sampling`` is
+    the (temperature, top_p) actually used."""
+    temperature, top_p = sampling or (request.temperature, request.top_p)
     conv_id = request.conversation_id()
     body: dict[str, Any] = {
         "id": response_id,
@@ -188,11 +190,11 @@ def response_body(
         "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": None, "summary": None},
         "store": request.store is not False,
-        "temperature": 1.0 if sampling[0] is None else sampling[0],
+        "temperature": 1.0 if temperature is None else temperature,
         "text": {"format": {"type": "text"}},
         "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
         "tools": [_tool_echo(t) for t in (request.tools or [])],
-        "top_p": 1.0 if sampling[1] is None else sampling[1],
+        "top_p": 1.0 if top_p is None else top_p,
         "truncation": "disabled",
         "user": request.user,
         "metadata": dict(request.metadata or {}),
