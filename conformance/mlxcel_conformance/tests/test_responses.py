@@ -174,3 +174,11 @@ def test_responses_input_tokens(client: SuiteClient, model_name: str | None) -> 
     if count["input_tokens"] != body["usage"]["input_tokens"]:
         fail("response_body", "input_tokens differs from the response's usage.input_tokens",
              counted=count, usage=body["usage"])
+
+
+@pytest.mark.conformance(family="responses", feature="responses.seed", destructive=True)
+@pytest.mark.parametrize("seed", [-2147483647, 2**70])
+def test_responses_any_integer_seed(client: SuiteClient, model_name: str | None,
+                                    seed: int) -> None:
+    """JSON integers are unbounded: a negative or huge seed is a seed, not a 500."""
+    responses_json(client, responses_payload(model_name, seed=seed, temperature=1.0))
