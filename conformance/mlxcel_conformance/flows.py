@@ -59,7 +59,7 @@ def check_schema(method: str, path: str, status: int, body: Any) -> None:
 
 def check_schema_events(method: str, path: str, result: StreamResult) -> None:
     for index, event in enumerate(parse_sse(result.text).events):
-        errors = spec.validate_sse_event(method, path, event.data)
+        errors = spec.validate_sse_event(method, path, event.data, event.event)
         if errors:
             fail("schema_conformance", f"{method} {path} event {index}: {errors[0]}",
                  errors=errors[:5], data=event.data)

@@ -49,6 +49,34 @@ _ANIMAL = {"type": "json_schema", "json_schema": {"name": "animal", "schema": {
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
+RESPONSES = "/v1/responses"
+MESSAGES = "/v1/messages"
+WEATHER = {"type": "object", "required": ["city"],
+           "properties": {"city": {"type": "string", "description": "The city name, e.g. Paris."}}}
+RESPONSES_TOOLS = [{"type": "function", "name": "get_weather",
+                    "description": "Get the current weather for a city.", "parameters": WEATHER}]
+MESSAGES_TOOLS = [{"name": "get_weather", "description": "Get the current weather for a city.",
+                   "input_schema": WEATHER}]
+
+
+def _resp(text: Any, **fields: Any) -> dict[str, Any]:
+    return {"input": text, "temperature": 0, "max_output_tokens": 48, **fields}
+
+
+def _history(turns: int) -> list[dict[str, Any]]:
+    story = ("Once upon a time, a small robot named Pip lived in a quiet village by the sea. "
+             "Every morning, Pip walked to the harbor to help the fishermen mend their nets.")
+    items: list[dict[str, Any]] = [{"role": "system", "content": "Be terse."}]
+    for _ in range(turns):
+        items += [{"role": "user", "content": "Tell me a story."},
+                  {"role": "assistant", "content": [{"type": "output_text", "text": story}]}]
+    return items + [{"role": "user", "content": "Count to five."}]
+
+
+def _msg(content: Any, **fields: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "temperature": 0,
+            "max_tokens": 48, **fields}
+
 
 CASES: tuple[GoldenCase, ...] = (
     GoldenCase("hello", "chat", "POST", CHAT, _chat("Say hello.")),
@@ -101,4 +129,70 @@ CASES: tuple[GoldenCase, ...] = (
     GoldenCase("detokenize", "tokenize", "POST", "/detokenize", {"tokens": [40, 41, 42]}),
     GoldenCase("detokenize_out_of_vocab", "tokenize", "POST", "/detokenize",
                {"tokens": [1, 999999]}),
+    # -- Responses: each stream type and each documented error
+    GoldenCase("hello", "responses", "POST", RESPONSES, _resp("Say hello.")),
+    GoldenCase("count_stream", "responses", "POST", RESPONSES,
+               _resp("Count to five.", stream=True), stream=True),
+    GoldenCase("think_stream", "responses", "POST", RESPONSES,
+               _resp("What is 2 plus 2? Think first.", stream=True), stream=True),
+    GoldenCase("tool_call", "responses", "POST", RESPONSES,
+               _resp("What is the weather in Paris?", tools=RESPONSES_TOOLS)),
+    GoldenCase("tool_call_stream", "responses", "POST", RESPONSES,
+               _resp("What is the weather in Paris?", tools=RESPONSES_TOOLS, stream=True),
+               stream=True),
+    GoldenCase("story_incomplete_stream", "responses", "POST", RESPONSES,
+               _resp("Tell me a story.", max_output_tokens=6, stream=True), stream=True),
+    GoldenCase("input_tokens", "responses", "POST", f"{RESPONSES}/input_tokens",
+               _resp("Say hello.", instructions="Be terse.")),
+    GoldenCase("error_builtin_tool", "responses", "POST", RESPONSES,
+               _resp("hi", tools=[{"type": "web_search"}])),
+    GoldenCase("error_input_file", "responses", "POST", RESPONSES,
+               _resp([{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}])),
+    GoldenCase("error_input_image", "responses", "POST", RESPONSES,
+               _resp([{"role": "user", "content": [
+                   {"type": "input_image", "image_url": "data:image/png;base64,AA"}]}])),
+    GoldenCase("error_truncation", "responses", "POST", RESPONSES,
+               _resp("hi", truncation="auto")),
+    GoldenCase("error_background", "responses", "POST", RESPONSES, _resp("hi", background=True)),
+    GoldenCase("error_previous_not_found", "responses", "POST", RESPONSES,
+               _resp("hi", previous_response_id="resp_missing")),
+    GoldenCase("error_malformed_json", "responses", "POST", RESPONSES, raw="{not json"),
+    GoldenCase("error_unknown_id", "responses", "GET", f"{RESPONSES}/resp_missing"),
+    GoldenCase("context_management_stream", "responses", "POST", RESPONSES,
+               _resp(_history(20), max_output_tokens=8, stream=True,
+                     context_management=[{"type": "compaction", "compact_threshold": 64}]),
+               stream=True),
+    GoldenCase("compact", "responses", "POST", f"{RESPONSES}/compact",
+               {"input": _history(3), "keep_tokens": 16, "max_output_tokens": 16}),
+    GoldenCase("error_compact_nothing_to_summarize", "responses", "POST",
+               f"{RESPONSES}/compact", {"input": "Say hello."}),
+    GoldenCase("error_compact_stream", "responses", "POST", f"{RESPONSES}/compact",
+               {"input": _history(1), "stream": True}),
+    GoldenCase("error_context_management_threshold", "responses", "POST", RESPONSES,
+               _resp("hi", context_management=[{"type": "compaction",
+                                                "compact_threshold": 0}])),
+    # -- Anthropic Messages: each stream type and each documented error
+    GoldenCase("hello", "anthropic", "POST", MESSAGES, _msg("Say hello.", system="Be terse.")),
+    GoldenCase("count_stream", "anthropic", "POST", MESSAGES,
+               _msg("Count to five.", stream=True), stream=True),
+    GoldenCase("thinking_stream", "anthropic", "POST", MESSAGES,
+               _msg("What is 2 plus 2? Think first.", stream=True,
+                    thinking={"type": "enabled", "budget_tokens": 1024}), stream=True),
+    GoldenCase("tool_use", "anthropic", "POST", MESSAGES,
+               _msg("What is the weather in Paris?", tools=MESSAGES_TOOLS)),
+    GoldenCase("tool_use_stream", "anthropic", "POST", MESSAGES,
+               _msg("What is the weather in Paris?", tools=MESSAGES_TOOLS, stream=True),
+               stream=True),
+    GoldenCase("max_tokens_stream", "anthropic", "POST", MESSAGES,
+               _msg("Tell me a story.", max_tokens=6, stream=True), stream=True),
+    GoldenCase("stop_sequence", "anthropic", "POST", MESSAGES,
+               _msg("Tell me a story.", stop_sequences=["robot"])),
+    GoldenCase("count_tokens", "anthropic", "POST", f"{MESSAGES}/count_tokens",
+               {"messages": [{"role": "user", "content": "Say hello."}], "system": "Be terse."}),
+    GoldenCase("error_missing_max_tokens", "anthropic", "POST", MESSAGES,
+               {"messages": [{"role": "user", "content": "hi"}]}),
+    GoldenCase("error_image", "anthropic", "POST", MESSAGES,
+               _msg([{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                  "data": "AA"}}])),
+    GoldenCase("error_malformed_json", "anthropic", "POST", MESSAGES, raw="{not json"),
 )

@@ -20,7 +20,10 @@ from .sse import parse_sse
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
             "model": "<model>", "owned_by": "<owner>",
             # what earlier requests left in the prompt cache decides this one
-            "cached_tokens": "<cached_tokens>"}
+            "cached_tokens": "<cached_tokens>",
+            # Responses / Anthropic: item and call ids, timestamps
+            "created_at": "<created>", "completed_at": "<created>", "item_id": "<id>",
+            "call_id": "<id>", "tool_use_id": "<id>"}
 
 
 def goldens_dir() -> Path:
@@ -154,7 +157,8 @@ def event_kinds(events: list[Any]) -> list[str]:
         kind = _event_kind(event)
         if kind == "role":
             continue
-        if not (kind == "content" and kinds and kinds[-1] == "content"):
+        repeated = kind == "content" or kind.endswith("delta")  # named delta events too
+        if not (repeated and kinds and kinds[-1] == kind):
             kinds.append(kind)
     return kinds
 

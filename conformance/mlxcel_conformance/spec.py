@@ -267,13 +267,15 @@ def sse_terminator(method: str, path: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def validate_sse_event(method: str, path: str, data: str) -> list[str]:
-    """Validate one SSE `data` payload of the success stream; an empty list means valid."""
+def validate_sse_event(method: str, path: str, data: str, event: str | None = None) -> list[str]:
+    """Validate one SSE event (its `data`, and its `event:` name when it has one) of the
+    success stream; an empty list means valid."""
     media = _stream_media(method, path)
     if media is None:
         return [f"{method.upper()} {path} documents no {SSE_MEDIA_TYPE} itemSchema"]
     item_pointer = f"{media}/itemSchema"
-    structural = _errors(item_pointer, {"data": data})
+    item = {"data": data} if event is None else {"data": data, "event": event}
+    structural = _errors(item_pointer, item)
     if structural:
         return structural
     data_pointer, data_schema = _deref(_deref(item_pointer)[0] + "/properties/data")

@@ -25,6 +25,15 @@ def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
 
+# The Responses API stores: flag name -> default (flag value 0 entries disables a store).
+STORE_FLAGS = {
+    "responses-store-max-entries": 1024,
+    "responses-store-ttl-secs": 3600,
+    "conversation-store-max-entries": 256,
+    "conversation-store-ttl-secs": 3600,
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mlxcel-server",
@@ -71,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--chat-template-kwargs", default=_env("LLAMA_ARG_CHAT_TEMPLATE_KWARGS"),
         help="JSON object of default template kwargs; request keys win "
         "[env LLAMA_ARG_CHAT_TEMPLATE_KWARGS]")
+    for flag, default in STORE_FLAGS.items():
+        env = "LLAMA_ARG_" + flag.upper().replace("-", "_")
+        add(f"--{flag}", type=int, default=int(_env(env, str(default)) or default),
+            help=f"Responses API store setting, 0 entries disables it (default {default}) "
+            f"[env {env}]")
     add("--log-level", default=_env("MLXCEL_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"])
     return p
@@ -160,6 +174,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         slots=args.slots,
         chat_template=template,
         chat_template_kwargs=template_kwargs,
+        responses_store_max_entries=args.responses_store_max_entries,
+        responses_store_ttl_secs=args.responses_store_ttl_secs,
+        conversation_store_max_entries=args.conversation_store_max_entries,
+        conversation_store_ttl_secs=args.conversation_store_ttl_secs,
     )
 
 

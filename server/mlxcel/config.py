@@ -44,3 +44,8 @@ class ServerConfig:
     # --chat-template (the Jinja text, already read from a file) and --chat-template-kwargs.
     chat_template: str | None = None
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Responses API stores (0 entries disables the store).
+    responses_store_max_entries: int = 1024
+    responses_store_ttl_secs: int = 3600
+    conversation_store_max_entries: int = 256
+    conversation_store_ttl_secs: int = 3600

@@ -10,6 +10,7 @@ Anthropic shape on the Anthropic routes)::
     ├── AuthenticationError          401     invalid_api_key
     │   └── MissingApiKey            401     missing_api_key
     ├── RouteNotFound                404     invalid_request_error
+    ├── NotFoundError                404     invalid_request_error (a stored object)
     ├── MethodNotAllowed             405     invalid_request_error
     ├── ServerError                  500     server_error
     ├── NotImplementedRoute          501     not_implemented
@@ -80,6 +81,14 @@ class MissingApiKey(AuthenticationError):
 
 
 class RouteNotFound(MlxcelError):
+    status = 404
+    type = "invalid_request_error"
+    code = "not_found"
+
+
+class NotFoundError(MlxcelError):
+    """A stored object (a response by id) that does not exist or has expired."""
+
     status = 404
     type = "invalid_request_error"
     code = "not_found"

@@ -103,3 +103,31 @@ def check_response_body(body: Mapping[str, Any]) -> Mapping[str, Any]:
             _check_function_call(position, item)
     _check_usage(body.get("usage"), body)
     return body
+
+
+@check(
+    "responses_usage_terminal",
+    severity=Severity.MEDIUM,
+    description="Responses streams carry `usage` only on the terminal response (null before)",
+)
+def check_responses_usage_terminal(payloads: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Return the terminal usage. OpenAI's schema types `usage` as non-null, so a usage object
+    on `response.created`/`in_progress` is a made-up count; null or absent is what the real
+    API and the strict SDK accept."""
+    name = "responses_usage_terminal"
+    terminal: dict[str, Any] | None = None
+    for index, payload in enumerate(payloads):
+        response = payload.get("response")
+        if not isinstance(response, dict):
+            continue
+        usage = response.get("usage")
+        if payload.get("type") in ("response.completed", "response.incomplete"):
+            if not isinstance(usage, dict):
+                fail(name, f"event {index} ({payload['type']}) has no usage object",
+                     payload=payload)
+            _check_usage(usage, response)
+            terminal = usage
+        elif usage is not None:
+            fail(name, f"event {index} ({payload.get('type')}) carries usage before the end",
+                 payload=payload)
+    return terminal

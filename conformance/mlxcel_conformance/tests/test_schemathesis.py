@@ -22,13 +22,19 @@ from mlxcel_conformance.target import Target
 
 def _labels() -> list[Any]:
     out = []
+    paths = spec.load_spec()["paths"]
     for op in spec.operations():
+        definition = paths[op.path][op.method.lower()]
+        if definition.get("x-mlxcel-alias-of") or definition.get("x-mlxcel-no-fuzz"):
+            continue  # an alias is fuzzed as the operation it repeats; no-fuzz says why
         mark = pytest.mark.conformance(family="schema", feature=f"schema.{op.method} {op.path}")
         out.append(pytest.param(op.method, op.path, id=f"{op.method} {op.path}", marks=mark))
     return out
 
 
 def _fuzz_limits() -> dict[str, int]:
+    """Property -> fuzz maximum; -1 for properties marked ``x-mlxcel-fuzz-skip`` (left out of
+    generated bodies: they name server state, e.g. a stored response id)."""
     limits: dict[str, int] = {}
 
     def walk(node: Any) -> None:
@@ -36,6 +42,8 @@ def _fuzz_limits() -> dict[str, int]:
             for name, prop in (node.get("properties") or {}).items():
                 if isinstance(prop, dict) and "x-mlxcel-fuzz-maximum" in prop:
                     limits[name] = int(prop["x-mlxcel-fuzz-maximum"])
+                if isinstance(prop, dict) and prop.get("x-mlxcel-fuzz-skip"):
+                    limits[name] = -1
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -108,6 +116,9 @@ def _clamp(body: Any, limits: dict[str, int]) -> None:
     if not isinstance(body, dict):
         return
     for name, limit in limits.items():
+        if limit < 0:
+            body.pop(name, None)
+            continue
         value = body.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value > limit:
             body[name] = limit

@@ -36,7 +36,8 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        raw = headers.get(b"authorization")
+        # Anthropic's SDKs send the key as ``x-api-key``.
+        raw = headers.get(b"authorization") or headers.get(b"x-api-key")
         key = presented_key(raw.decode("latin-1") if raw else None)
         error: MlxcelError | None = None
         if key is None:

@@ -14,8 +14,32 @@ from ..errors import InvalidRequestError, MethodNotAllowed, MlxcelError, RouteNo
 log = logging.getLogger("mlxcel.api")
 
 
+# Anthropic's routes answer in Anthropic's error shape, with its error type for each status.
+ANTHROPIC_PATHS = frozenset(
+    {"/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens"}
+)
+ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_error_body(error: MlxcelError) -> dict[str, object]:
+    kind = ANTHROPIC_TYPES.get(error.status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": error.message}}
+
+
 def error_response(error: MlxcelError, path: str = "") -> JSONResponse:
     # ``path`` lets a family (e.g. Anthropic's /v1/messages) choose its own error shape.
+    if path in ANTHROPIC_PATHS:
+        return JSONResponse(anthropic_error_body(error), status_code=error.status)
     return JSONResponse(error.to_openai(), status_code=error.status)
 
 

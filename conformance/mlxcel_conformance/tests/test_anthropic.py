@@ -1,0 +1,175 @@
+"""POST /v1/messages and /v1/messages/count_tokens: bodies, named event streams, stop reasons,
+tools, and errors in Anthropic's shape on these routes only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mlxcel_conformance.checks.errors_checks import (
+    check_error_body_anthropic,
+    check_error_body_openai,
+)
+from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.client import SuiteClient, expect_status, json_body
+from mlxcel_conformance.flows import CHAT_PATH, check_schema, response_of, with_model
+from mlxcel_conformance.flows_typed import (
+    ANTHROPIC_HEADERS,
+    MESSAGES_PATH,
+    message_text,
+    messages_json,
+    messages_payload,
+    messages_stream,
+)
+from mlxcel_conformance.target import Target
+
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "Get the current weather for a city.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "The city name, e.g. Paris."}},
+        "required": ["city"],
+    },
+}
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.json.body")
+@pytest.mark.parametrize("prefix", ["/v1", ""])
+def test_messages_json_body(client: SuiteClient, model_name: str | None, prefix: str) -> None:
+    body = messages_json(client, messages_payload(model_name), f"{prefix}/messages")
+    if body["stop_reason"] not in ("end_turn", "max_tokens"):
+        fail("anthropic_message_body", "a plain reply ends with end_turn or max_tokens",
+             body=body)
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.stream.event_order")
+def test_messages_stream_matches_body(client: SuiteClient, model_name: str | None) -> None:
+    payload = messages_payload(model_name, "Count to five.", system="Be terse.")
+    stream = messages_stream(client, payload)
+    body = messages_json(client, payload)
+    streamed = stream.message
+    if message_text(streamed) != message_text(body) or \
+            streamed["stop_reason"] != body["stop_reason"] or \
+            streamed["usage"]["output_tokens"] != body["usage"]["output_tokens"]:
+        fail("anthropic_event_order", "the greedy stream differs from the body",
+             streamed=streamed, non_streamed=body)
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.stop_reasons")
+def test_messages_stop_reasons(client: SuiteClient, model_name: str | None) -> None:
+    short = messages_json(client, messages_payload(model_name, "Tell me a story.", max_tokens=3))
+    if short["stop_reason"] != "max_tokens" or short["usage"]["output_tokens"] != 3:
+        fail("anthropic_message_body", "max_tokens=3 must stop with max_tokens after 3 tokens",
+             body=short)
+    text = message_text(messages_json(client, messages_payload(model_name, "Tell me a story.",
+                                                               max_tokens=24)))
+    words = [w for w in text.split(" ") if len(w) > 3]
+    if not words:
+        pytest.skip("the model's reply has no word to stop on")
+    stop = words[len(words) // 2]
+    stopped = messages_json(client, messages_payload(model_name, "Tell me a story.",
+                                                     max_tokens=24, stop_sequences=[stop]))
+    if stopped["stop_reason"] != "stop_sequence" or stopped["stop_sequence"] != stop or \
+            stop in message_text(stopped):
+        fail("anthropic_message_body", "a matched stop sequence must end the message, "
+             "be named in stop_sequence and not appear in the text", body=stopped, stop=stop)
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.thinking")
+def test_messages_thinking_stream(client: SuiteClient, model_name: str | None) -> None:
+    payload = messages_payload(model_name, "What is 2 plus 2? Think first.", max_tokens=48,
+                               thinking={"type": "enabled", "budget_tokens": 1024})
+    stream = messages_stream(client, payload)
+    body = messages_json(client, payload)
+    kinds = [block["type"] for block in stream.message["content"]]
+    if kinds != [block["type"] for block in body["content"]]:
+        fail("anthropic_event_order", "streamed and non-streamed blocks differ",
+             streamed=stream.message["content"], non_streamed=body["content"])
+    if "thinking" in kinds and kinds.index("thinking") != 0:
+        fail("anthropic_event_order", "a thinking block must come first", kinds=kinds)
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.tools")
+def test_messages_tools(client: SuiteClient, model_name: str | None) -> None:
+    tools = [WEATHER_TOOL, {"type": "web_search_20250305", "name": "web_search"}]
+    payload = messages_payload(model_name, "What is the weather in Paris?", tools=tools,
+                               max_tokens=48, metadata={"user_id": "suite"},
+                               service_tier="auto")
+    body = messages_json(client, payload)
+    stream = messages_stream(client, payload)
+    uses = [b for b in body["content"] if b["type"] == "tool_use"]
+    streamed = [b for b in stream.message["content"] if b["type"] == "tool_use"]
+    if [(u["name"], u["input"]) for u in uses] != [(u["name"], u["input"]) for u in streamed]:
+        fail("anthropic_event_order", "streamed and non-streamed tool_use blocks differ",
+             streamed=streamed, non_streamed=uses)
+    if uses and body["stop_reason"] != "tool_use":
+        fail("anthropic_message_body", "a tool_use block needs stop_reason tool_use", body=body)
+    for choice in ({"type": "none"}, {"type": "any"}, {"type": "tool", "name": "get_weather"}):
+        messages_json(client, {**payload, "tool_choice": choice})
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.count_tokens")
+@pytest.mark.parametrize("prefix", ["/v1", ""])
+def test_count_tokens(client: SuiteClient, model_name: str | None, prefix: str) -> None:
+    payload = messages_payload(model_name, system=[{"type": "text", "text": "Be terse."}])
+    counted = client.post(f"{prefix}/messages/count_tokens",
+                          {k: v for k, v in payload.items() if k != "max_tokens"},
+                          headers=ANTHROPIC_HEADERS)
+    expect_status(counted, 200)
+    count = json_body(counted)
+    check_schema("POST", "/v1/messages/count_tokens", 200, count)
+    body = messages_json(client, payload)
+    if count["input_tokens"] != body["usage"]["input_tokens"]:
+        fail("anthropic_message_body", "count_tokens differs from usage.input_tokens",
+             counted=count, usage=body["usage"])
+
+
+USER = [{"role": "user", "content": "Say hello."}]
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": "iVBORw0KGgo="}}
+BAD_BODIES: dict[str, dict[str, Any]] = {
+    "max_tokens_missing": {"messages": USER},
+    "max_tokens_zero": {"messages": USER, "max_tokens": 0},
+    "messages_missing": {"max_tokens": 8},
+    "messages_empty": {"messages": [], "max_tokens": 8},
+    "role_system": {"messages": [{"role": "system", "content": "x"}], "max_tokens": 8},
+    "image_text_only": {"messages": [{"role": "user", "content": [IMAGE]}], "max_tokens": 8},
+    "temperature_high": {"messages": USER, "max_tokens": 8, "temperature": 1.5},
+    "tool_choice_unknown_tool": {"messages": USER, "max_tokens": 8, "tools": [WEATHER_TOOL],
+                                 "tool_choice": {"type": "tool", "name": "nope"}},
+}
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.errors.invalid_body",
+                         destructive=True)
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+def test_messages_invalid_body(client: SuiteClient, model_name: str | None, case: str) -> None:
+    status, body = response_of(client.post(MESSAGES_PATH, with_model(model_name,
+                                                                     BAD_BODIES[case])))
+    check_error_body_anthropic(body, status=status, expected=400)
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.errors.malformed_json",
+                         destructive=True)
+@pytest.mark.parametrize("path", [MESSAGES_PATH, "/v1/messages/count_tokens", "/messages"])
+def test_messages_malformed_json(client: SuiteClient, path: str) -> None:
+    status, body = response_of(client.post_raw(path, b"{not json"))
+    check_error_body_anthropic(body, status=status, expected=400)
+    # ... and only there: the OpenAI routes keep their own shape.
+    status, body = response_of(client.post_raw(CHAT_PATH, b"{not json"))
+    check_error_body_openai(body, status=status, expected=400)
+
+
+@pytest.mark.conformance(family="anthropic", feature="anthropic.errors.auth", destructive=True)
+def test_messages_auth(target: Target, client: SuiteClient, model_name: str | None) -> None:
+    if not target.api_key:
+        pytest.skip("the target runs without an API key")
+    payload = messages_payload(model_name)
+    status, body = response_of(client.http.post(MESSAGES_PATH, json=payload,
+                                                headers={"Authorization": ""}))
+    check_error_body_anthropic(body, status=status, expected=401)
+    keyed = client.http.post(MESSAGES_PATH, json=payload,
+                             headers={"Authorization": "", "x-api-key": target.api_key})
+    expect_status(keyed, 200)

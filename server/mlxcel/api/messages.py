@@ -1,0 +1,90 @@
+"""/v1/messages and /v1/messages/count_tokens (and the aliases without /v1): the Anthropic
+Messages API. Errors on these paths are rendered in Anthropic's shape by ``handlers``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from ..chat.template import render_chat_prompt
+from ..engine.request import GenerationRequest
+from ..protocol.anthropic import (
+    CountTokensRequest,
+    MessagesRequest,
+    chat_tools,
+    message_shell,
+    new_message_id,
+    new_tool_use_id,
+    stop_reason,
+    template_messages,
+    usage_of,
+)
+from ..protocol.body import parse_body
+from ..protocol.generated import ParsedOutput, parse_output
+from ..sse import sse_response
+from .generation import collect
+from .messages_stream import stream_message
+from .state import app_state
+
+router = APIRouter()
+
+
+def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if with_thinking and parsed.reasoning is not None:
+        blocks.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
+    if parsed.content or not parsed.calls:
+        blocks.append({"type": "text", "text": parsed.content})
+    for call in parsed.calls:
+        blocks.append({"type": "tool_use", "id": new_tool_use_id(), "name": call.name,
+                       "input": _json_object(call.arguments)})
+    return blocks
+
+
+def _json_object(arguments: str) -> dict[str, Any]:
+    value = json.loads(arguments) if arguments else {}
+    return value if isinstance(value, dict) else {}
+
+
+async def create_message(request: Request) -> Response:
+    state = app_state(request)
+    body = parse_body(MessagesRequest, await request.body())
+    model = state.require_model()
+    tools = chat_tools(body)
+    prompt = render_chat_prompt(model, template_messages(body), tools=tools)
+    opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
+    gen = GenerationRequest(
+        prompt_tokens=tuple(prompt),
+        max_tokens=body.max_tokens,
+        sampling=body.sampling(state.config.defaults),
+        stop=body.stop_strings(),
+        request_id=new_message_id(),
+    )
+    handle = state.engine.submit(gen)
+    shell = message_shell(gen.request_id, state.model_name, len(prompt))
+    if body.stream:
+        return sse_response(stream_message(handle, shell, model, tools, opens_reasoning,
+                                           body.thinking_enabled))
+    done = await collect(request, handle)
+    parsed = parse_output(model, done.text, tools, opens_reasoning)
+    reason, sequence = stop_reason(done.finished, bool(parsed.calls))
+    message = {**shell, "content": content_blocks(parsed, body.thinking_enabled),
+               "stop_reason": reason, "stop_sequence": sequence,
+               "usage": usage_of(done.finished.prompt_tokens, done.finished.completion_tokens)}
+    return JSONResponse(message)
+
+
+async def count_tokens(request: Request) -> Response:
+    state = app_state(request)
+    body = parse_body(CountTokensRequest, await request.body())
+    model = state.require_model()
+    prompt = render_chat_prompt(model, template_messages(body), tools=chat_tools(body))
+    return JSONResponse({"input_tokens": len(prompt)})
+
+
+for _prefix in ("/v1", ""):
+    router.add_api_route(f"{_prefix}/messages", create_message, methods=["POST"])
+    router.add_api_route(f"{_prefix}/messages/count_tokens", count_tokens, methods=["POST"])

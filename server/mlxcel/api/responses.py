@@ -1,0 +1,112 @@
+"""/v1/responses (and the aliases without /v1): create, retrieve, delete, cancel, count input
+tokens. Stores: ``responses_store.ResponsesStores`` kept on the app, made on first use."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from ..errors import InvalidRequestError, NotFoundError
+from ..protocol.body import parse_body
+from ..protocol.generated import parse_output
+from ..protocol.responses import (
+    ResponsesRequest,
+    finish_body,
+    output_items,
+    response_body,
+)
+from ..responses_store import ResponsesStores, StoredResponse, make_stores
+from ..sse import sse_response
+from .generation import collect
+from .responses_compact import apply_context_management
+from .responses_stream import stream_response
+from .responses_turn import generation_request, prepare, remember
+from .state import app_state
+
+router = APIRouter()
+PREFIXES = ("/v1", "")
+
+
+def stores_of(request: Request) -> ResponsesStores:
+    app_state_obj = request.app.state
+    found: ResponsesStores | None = getattr(app_state_obj, "responses_stores", None)
+    if found is None:
+        config = app_state(request).config
+        found = make_stores(
+            config.responses_store_max_entries, config.responses_store_ttl_secs,
+            config.conversation_store_max_entries, config.conversation_store_ttl_secs,
+        )
+        app_state_obj.responses_stores = found
+    return found
+
+
+async def create_response(request: Request) -> Response:
+    state = app_state(request)
+    stores = stores_of(request)
+    body = parse_body(ResponsesRequest, await request.body())
+    model = state.require_model()
+    turn = prepare(body, model, stores)
+    compacted = await apply_context_management(request, state, model, turn)
+    gen = generation_request(turn, state, model.context_size)
+    handle = state.engine.submit(gen)
+    skeleton = response_body(gen.request_id, body, state.model_name,
+                             sampling=(gen.sampling.temperature, gen.sampling.top_p))
+    if body.stream:
+        return sse_response(stream_response(handle, turn, skeleton, model, stores, compacted))
+    done = await collect(request, handle)
+    parsed = parse_output(model, done.text, turn.tools, turn.opens_reasoning)
+    reasoning_tokens = len(model.encode(parsed.reasoning)) if parsed.reasoning else 0
+    output = output_items(parsed, done.finished)
+    if compacted is not None:
+        output.insert(0, compacted.item())
+    final = finish_body(skeleton, done.finished, output, reasoning_tokens)
+    remember(stores, turn, final)
+    return JSONResponse(final)
+
+
+def _stored(request: Request, response_id: str) -> StoredResponse:
+    stores = stores_of(request)
+    if not stores.responses.enabled:
+        raise InvalidRequestError(
+            "The response store is disabled on this server (--responses-store-max-entries 0).")
+    stored = stores.responses.get(response_id)
+    if stored is None:
+        raise NotFoundError(f"No response found with id '{response_id}'.")
+    return stored
+
+
+async def retrieve_response(request: Request, response_id: str) -> Response:
+    return JSONResponse(_stored(request, response_id).body)
+
+
+async def delete_response(request: Request, response_id: str) -> Response:
+    _stored(request, response_id)
+    stores_of(request).responses.delete(response_id)
+    return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+
+
+async def cancel_response(request: Request, response_id: str) -> Response:
+    stored = _stored(request, response_id)
+    if stored.body.get("status") == "in_progress" and stored.cancel is not None:
+        stored.cancel()
+        stored.body = {**stored.body, "status": "cancelled"}
+    return JSONResponse(stored.body)
+
+
+async def count_input_tokens(request: Request) -> Response:
+    state = app_state(request)
+    body = parse_body(ResponsesRequest, await request.body())
+    turn = prepare(body, state.require_model(), stores_of(request))
+    return JSONResponse({"object": "response.input_tokens", "input_tokens": len(turn.prompt)})
+
+
+for _prefix in PREFIXES:
+    router.add_api_route(f"{_prefix}/responses", create_response, methods=["POST"])
+    router.add_api_route(f"{_prefix}/responses/input_tokens", count_input_tokens,
+                         methods=["POST"])
+    router.add_api_route(f"{_prefix}/responses/{{response_id}}", retrieve_response,
+                         methods=["GET"])
+    router.add_api_route(f"{_prefix}/responses/{{response_id}}", delete_response,
+                         methods=["DELETE"])
+    router.add_api_route(f"{_prefix}/responses/{{response_id}}/cancel", cancel_response,
+                         methods=["POST"])

@@ -1,0 +1,190 @@
+"""Anthropic Messages API: request model, content-block mapping to chat-template messages,
+tools and ``tool_choice``, and the message body.
+
+Mapping: ``system`` (string or text blocks) → a system message; user ``text`` blocks → user
+content, ``tool_result`` blocks → tool messages (before the user's text, as they answer the
+previous turn); assistant ``text`` → content, ``tool_use`` → tool calls, ``thinking`` → the
+turn's reasoning. Images are a 400 naming the limitation: the loaded model is text-only.
+Tools without ``input_schema`` (server tools) are dropped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..engine.request import Finished
+from ..errors import InvalidRequestError
+from .sampling_fields import OpenAISamplingFields
+from .types import Int
+
+
+class AnthropicMessage(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    role: Literal["user", "assistant"]
+    content: str | list[dict[str, Any]]
+
+
+class MessagesRequest(OpenAISamplingFields):
+    max_tokens: Int = Field(ge=1)  # required here
+    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    messages: list[AnthropicMessage] = Field(min_length=1)
+    system: str | list[dict[str, Any]] | None = None
+    stop_sequences: list[str] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+    thinking: dict[str, Any] | None = None
+
+    @property
+    def thinking_enabled(self) -> bool:
+        return (self.thinking or {}).get("type") in ("enabled", "adaptive")
+
+    def stop_strings(self) -> tuple[str, ...]:
+        return tuple(self.stop_sequences or ())
+
+
+class CountTokensRequest(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    model: str | None = None
+    messages: list[AnthropicMessage] = Field(min_length=1)
+    system: str | list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+
+
+def _bad(message: str, param: str) -> InvalidRequestError:
+    return InvalidRequestError(message, param=param)
+
+
+def _text_of(blocks: str | list[Any], param: str) -> str:
+    if isinstance(blocks, str):
+        return blocks
+    texts = []
+    for i, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "image":
+            raise _bad(f"{param}.{i} is an image block, but the loaded model is text-only "
+                       "and cannot read images.", f"{param}.{i}")
+        else:
+            raise _bad(f"{param}.{i}: unsupported content block type {kind!r}.", f"{param}.{i}")
+    return "".join(texts)
+
+
+def system_messages(system: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    if system is None:
+        return []
+    text = _text_of(system, "system")
+    return [{"role": "system", "content": text}] if text else []
+
+
+def _user_turn(content: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
+    results, texts = [], []
+    for i, block in enumerate(content):
+        where = f"{param}.{i}"
+        if block.get("type") == "tool_result":
+            if not isinstance(block.get("tool_use_id"), str):
+                raise _bad(f"{where}.tool_use_id must be a string.", f"{where}.tool_use_id")
+            text = _text_of(block.get("content") or "", f"{where}.content")
+            results.append({"role": "tool", "tool_call_id": block["tool_use_id"],
+                            "content": text})
+        else:
+            texts.append(_text_of([block], param))
+    turn = [{"role": "user", "content": "".join(texts)}] if texts else []
+    return results + turn
+
+
+def _assistant_turn(content: list[dict[str, Any]], param: str) -> dict[str, Any]:
+    turn: dict[str, Any] = {"role": "assistant", "content": ""}
+    calls: list[dict[str, Any]] = []
+    for i, block in enumerate(content):
+        where, kind = f"{param}.{i}", block.get("type")
+        if kind == "tool_use":
+            if not isinstance(block.get("name"), str) or not isinstance(block.get("input"), dict):
+                raise _bad(f"{where}: tool_use needs a string name and an object input.", where)
+            calls.append({"id": block.get("id", ""), "type": "function",
+                          "function": {"name": block["name"], "arguments": block["input"]}})
+        elif kind == "thinking":
+            turn["reasoning_content"] = str(block.get("thinking", ""))
+        elif kind == "redacted_thinking":
+            continue
+        else:
+            turn["content"] += _text_of([block], param)
+    if calls:
+        turn["tool_calls"] = calls
+    return turn
+
+
+def template_messages(request: MessagesRequest | CountTokensRequest) -> list[dict[str, Any]]:
+    out = system_messages(request.system)
+    for i, message in enumerate(request.messages):
+        param = f"messages.{i}.content"
+        if isinstance(message.content, str):
+            out.append({"role": message.role, "content": message.content})
+        elif message.role == "user":
+            out.extend(_user_turn(message.content, param))
+        else:
+            out.append(_assistant_turn(message.content, param))
+    return out
+
+
+def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, Any]] | None:
+    """Client tools in the chat-template shape, narrowed by ``tool_choice``; server tools
+    (no ``input_schema``) are dropped: nothing here can run them."""
+    tools: list[dict[str, Any]] = []
+    for i, tool in enumerate(request.tools or []):
+        if "input_schema" not in tool:
+            continue
+        if not isinstance(tool.get("name"), str):
+            raise _bad(f"tools.{i}.name must be a string.", f"tools.{i}.name")
+        function: dict[str, Any] = {"name": tool["name"], "parameters": tool["input_schema"]}
+        if isinstance(tool.get("description"), str):
+            function["description"] = tool["description"]
+        tools.append({"type": "function", "function": function})
+    choice = request.tool_choice or {"type": "auto"}
+    kind = choice.get("type")
+    if kind == "none":
+        return None
+    if kind == "tool":
+        named = [t for t in tools if t["function"]["name"] == choice.get("name")]
+        if not named:
+            raise _bad(f"tool_choice names tool {choice.get('name')!r}, which is not in tools.",
+                       "tool_choice.name")
+        return named
+    if kind not in ("auto", "any"):
+        raise _bad("tool_choice.type must be one of auto, any, tool, none.", "tool_choice.type")
+    return tools or None
+
+
+def new_message_id() -> str:
+    return "msg_" + uuid.uuid4().hex[:24]
+
+
+def new_tool_use_id() -> str:
+    return "toolu_" + uuid.uuid4().hex[:24]
+
+
+def stop_reason(finished: Finished, has_calls: bool) -> tuple[str, str | None]:
+    """``(stop_reason, stop_sequence)``."""
+    if has_calls:
+        return "tool_use", None
+    if finished.reason == "length":
+        return "max_tokens", None
+    if finished.stop_string is not None:
+        return "stop_sequence", finished.stop_string
+    return "end_turn", None
+
+
+def usage_of(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def message_shell(message_id: str, model_name: str, input_tokens: int) -> dict[str, Any]:
+    """The message as ``message_start`` announces it: no content, no stop reason yet."""
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model_name,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": usage_of(input_tokens, 0)}
