@@ -11,13 +11,23 @@ from mlxcel_conformance.checks.chat_semantics import check_reasoning_split
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import CHAT_PATH, chat_json, chat_payload, chat_stream, response_of
+from mlxcel_conformance.flows import (
+    CHAT_PATH,
+    answer_json,
+    chat_payload,
+    chat_stream,
+    check_answer_shape,
+    response_of,
+)
 
 THINK = "What is 2 plus 2? Think first."
 
 
 def _reasoned(message: dict[str, Any]) -> str:
     content = message.get("content") or ""
+    if "reasoning" in message and "reasoning_content" not in message:
+        fail("reasoning_split", "reasoning sent as `reasoning`, not `reasoning_content`",
+             answer=message)
     if "reasoning_content" not in message and "<think>" not in content:
         pytest.skip("the model did not reason")
     return check_reasoning_split(message)
@@ -26,7 +36,8 @@ def _reasoned(message: dict[str, Any]) -> str:
 @pytest.mark.conformance(family="chat", feature="chat.reasoning.split")
 def test_reasoning_split_body_and_stream(client: SuiteClient, model_name: str | None) -> None:
     payload = chat_payload(model_name, THINK, max_tokens=48)
-    message = chat_json(client, payload)["choices"][0]["message"]
+    body = answer_json(client, payload)
+    message = body["choices"][0]["message"]
     reasoning = _reasoned(message)
     stream = chat_stream(client, payload)
     deltas = [c.get("delta") or {} for chunk in stream.chunks for c in chunk.get("choices") or []]
@@ -35,12 +46,13 @@ def test_reasoning_split_body_and_stream(client: SuiteClient, model_name: str | 
         fail("reasoning_split", "the stream splits reasoning differently from the body",
              streamed_reasoning=streamed, body_reasoning=reasoning,
              streamed_content=stream.content, body_content=message.get("content"))
+    check_answer_shape(body)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.reasoning.only")
 def test_reasoning_only_when_cut_in_thought(client: SuiteClient, model_name: str | None) -> None:
     payload = chat_payload(model_name, THINK, max_tokens=4)
-    body = chat_json(client, payload)
+    body = answer_json(client, payload)
     choice = body["choices"][0]
     message = choice["message"]
     if not message.get("reasoning_content"):
@@ -54,7 +66,7 @@ def test_reasoning_only_when_cut_in_thought(client: SuiteClient, model_name: str
     last = [c for chunk in stream.chunks for c in chunk.get("choices") or []][-1]
     if last["delta"].get("reasoning_only") is not True:
         fail("reasoning_split", "the finish chunk lacks reasoning_only", chunk=last)
-    plain = chat_json(client, chat_payload(model_name, "Say hello."))["choices"][0]["message"]
+    plain = answer_json(client, chat_payload(model_name, "Say hello."))["choices"][0]["message"]
     if "reasoning_only" in plain:
         fail("reasoning_split", "reasoning_only on an answer with content", answer=plain)
 
@@ -73,15 +85,15 @@ def test_template_kwargs_shapes(client: SuiteClient, model_name: str | None, sha
     """Qwen3 templates close the reasoning block in the prompt when enable_thinking is false:
     the prompt grows by those tokens, in whichever shape the kwarg came."""
     base = chat_payload(model_name, THINK, max_tokens=1)
-    plain = chat_json(client, base)["usage"]["prompt_tokens"]
-    off = chat_json(client, {**base, **KWARG_SHAPES[shape]})["usage"]["prompt_tokens"]
-    on = chat_json(client, {**base, "chat_template_kwargs": {"enable_thinking": True}})
+    plain = answer_json(client, base)["usage"]["prompt_tokens"]
+    off = answer_json(client, {**base, **KWARG_SHAPES[shape]})["usage"]["prompt_tokens"]
+    on = answer_json(client, {**base, "chat_template_kwargs": {"enable_thinking": True}})
     if on["usage"]["prompt_tokens"] != plain:
         pytest.skip("enable_thinking true changes this template's prompt")
     if off == plain:
         pytest.skip("this template ignores enable_thinking")
     # all shapes that say false must give the same prompt as the top-level false
-    reference = chat_json(client, {**base, **KWARG_SHAPES["top_level"]})["usage"]
+    reference = answer_json(client, {**base, **KWARG_SHAPES["top_level"]})["usage"]
     if off != reference["prompt_tokens"]:
         fail("template_kwargs", f"shape {shape} rendered a different prompt",
              prompt_tokens=off, expected=reference["prompt_tokens"])

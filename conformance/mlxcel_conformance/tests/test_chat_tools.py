@@ -20,7 +20,14 @@ from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.openai_chat import check_tool_call_deltas
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import CHAT_PATH, chat_json, chat_stream, response_of, with_model
+from mlxcel_conformance.flows import (
+    CHAT_PATH,
+    answer_json,
+    chat_stream,
+    check_answer_shape,
+    response_of,
+    with_model,
+)
 
 WEATHER = {
     "type": "function",
@@ -72,7 +79,7 @@ def _calls_or_skip(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.mark.conformance(family="chat", feature="chat.tools.call")
 def test_tool_call_body(client: SuiteClient, model_name: str | None) -> None:
-    body = chat_json(client, tool_payload(model_name))
+    body = answer_json(client, tool_payload(model_name))
     choice = body["choices"][0]
     calls = _calls_or_skip(choice["message"])
     check_tool_calls_finish_reason(choice["finish_reason"], calls)
@@ -80,6 +87,7 @@ def test_tool_call_body(client: SuiteClient, model_name: str | None) -> None:
     if choice["message"].get("content") not in (None, ""):
         fail("tool_calls_finish_reason", "a pure tool-call answer has content",
              answer=choice["message"])
+    check_answer_shape(body)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.tools.stream")
@@ -93,7 +101,7 @@ def test_tool_call_stream(client: SuiteClient, model_name: str | None, logprobs:
         pytest.skip(f"the model answered without a tool call: {stream.content!r}")
     check_tool_calls_finish_reason(stream.finish_reasons()[-1], calls)
     check_tool_call_declared(calls, [WEATHER])
-    body = chat_json(client, tool_payload(model_name))
+    body = answer_json(client, tool_payload(model_name))
     final = body["choices"][0]["message"].get("tool_calls") or []
     streamed = [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
     whole = [(c["function"]["name"], c["function"]["arguments"]) for c in final]
@@ -106,7 +114,7 @@ def test_tool_call_stream(client: SuiteClient, model_name: str | None, logprobs:
 def test_no_parsing_without_tools(client: SuiteClient, model_name: str | None) -> None:
     payload = tool_payload(model_name)
     payload.pop("tools")
-    body = chat_json(client, payload)
+    body = answer_json(client, payload)
     choice = body["choices"][0]
     if choice["message"].get("tool_calls") or choice["finish_reason"] == "tool_calls":
         fail("tool_calls_finish_reason", "tool calls parsed although no tools were sent",
@@ -115,7 +123,7 @@ def test_no_parsing_without_tools(client: SuiteClient, model_name: str | None) -
 
 @pytest.mark.conformance(family="chat", feature="chat.tools.choice_none")
 def test_tool_choice_none(client: SuiteClient, model_name: str | None) -> None:
-    body = chat_json(client, tool_payload(model_name, tool_choice="none"))
+    body = answer_json(client, tool_payload(model_name, tool_choice="none"))
     choice = body["choices"][0]
     if choice["message"].get("tool_calls") or choice["finish_reason"] == "tool_calls":
         fail("tool_calls_finish_reason", "tool_choice none still produced a tool call",
@@ -144,7 +152,7 @@ def test_forced_tool_choice(client: SuiteClient, model_name: str | None, case: s
         calls = check_tool_call_deltas([c for c in result.chunks if c.get("choices")]).get(0, [])
         reason = result.finish_reasons()[-1]
     else:
-        body = chat_json(client, payload)
+        body = answer_json(client, payload)
         message = body["choices"][0]["message"]
         check_tool_markup_hidden(message.get("content"))
         calls, reason = message.get("tool_calls") or [], body["choices"][0]["finish_reason"]
@@ -154,6 +162,8 @@ def test_forced_tool_choice(client: SuiteClient, model_name: str | None, case: s
         fail("tool_call_declared", f"tool_choice {case} ended without a call ({reason})",
              calls=calls)
     check_tool_call_declared(calls, tools, forced)
+    if not stream:
+        check_answer_shape(body)
 
 
 BAD_CHOICES: dict[str, tuple[Any, list[dict[str, Any]] | None]] = {
@@ -194,7 +204,7 @@ def test_tool_call_cut_by_max_tokens(client: SuiteClient, model_name: str | None
         check_tool_markup_hidden(result.content)
         reasons = result.finish_reasons()
     else:
-        body = chat_json(client, payload)
+        body = answer_json(client, payload)
         check_tool_markup_hidden(body["choices"][0]["message"].get("content"))
         reasons = [body["choices"][0]["finish_reason"]]
     if reasons != ["length"]:
