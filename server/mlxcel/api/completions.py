@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from ..engine.handle import RequestHandle
 from ..engine.model import LoadedModel
 from ..engine.request import Finished
+from ..errors import MlxcelError
 from ..protocol.body import parse_body
 from ..protocol.completions import (
     CompletionChunkEncoder,
@@ -35,9 +36,14 @@ async def create_completion(request: Request) -> Response:
     gens = to_generation_requests(body, model, state.config.defaults)
     priority = request_priority(request)
     # Streaming /v1/completions is not counted in /metrics (the reference's semantics).
-    handles = [
-        state.engine.submit(gen, priority, count_in_metrics=not body.stream) for gen in gens
-    ]
+    handles: list[RequestHandle] = []
+    try:
+        for gen in gens:
+            handles.append(state.engine.submit(gen, priority, count_in_metrics=not body.stream))
+    except MlxcelError:
+        for handle in handles:  # a later prompt was refused (queue full): drop the earlier ones
+            handle.cancel()
+        raise
     echoes = [_echo(body, model, list(gen.prompt_tokens)) for gen in gens]
     if body.stream:
         return sse_response(_stream(handles, body, state.model_name, echoes))
