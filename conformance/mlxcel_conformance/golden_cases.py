@@ -59,4 +59,17 @@ CASES: tuple[GoldenCase, ...] = (
     GoldenCase("detokenize", "tokenize", "POST", "/detokenize", {"tokens": [40, 41, 42]}),
     GoldenCase("detokenize_out_of_vocab", "tokenize", "POST", "/detokenize",
                {"tokens": [1, 999999]}),
+    # llama-server native routes
+    GoldenCase("capital", "llama-native", "POST", "/completion",
+               {"prompt": "The capital of France is", "n_predict": 12, "temperature": 0}),
+    GoldenCase("capital_stream", "llama-native", "POST", "/completion",
+               {"prompt": "The capital of France is", "n_predict": 12, "temperature": 0,
+                "stream": True}, stream=True),
+    GoldenCase("token_prompt_return_tokens", "llama-native", "POST", "/completion",
+               {"prompt": [40, 41, 42], "n_predict": 6, "temperature": 0,
+                "return_tokens": True}),
+    GoldenCase("error_response_format", "llama-native", "POST", "/completion",
+               {"prompt": "x", "response_format": {"type": "json_object"}}),
+    GoldenCase("apply_template", "llama-native", "POST", "/apply-template",
+               {"messages": [{"role": "user", "content": "Say hello."}]}),
 )

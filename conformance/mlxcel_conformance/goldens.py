@@ -18,7 +18,9 @@ from .golden_cases import GoldenCase
 from .sse import parse_sse
 
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
-            "model": "<model>", "owned_by": "<owner>"}
+            "model": "<model>", "owned_by": "<owner>",
+            # llama-server native: wall-clock measurements and the model name in settings
+            "timings": "<timings>", "generation_settings": "<settings>"}
 
 
 def goldens_dir() -> Path:
@@ -162,6 +164,8 @@ def _event_kind(event: Any) -> str:
         return "other"
     if "error" in event:
         return "error"
+    if isinstance(event.get("stop"), bool) and "content" in event:  # llama-server native
+        return "finish" if event["stop"] else "content"
     choices = event.get("choices")
     if choices == [] and event.get("usage"):
         return "usage"

@@ -28,6 +28,7 @@ CHECK_MODULES = (
     "responses_body",
     "anthropic_events",
     "anthropic_body",
+    "llama_native",
 )
 
 for _module in CHECK_MODULES:
