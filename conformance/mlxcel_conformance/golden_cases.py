@@ -72,4 +72,10 @@ CASES: tuple[GoldenCase, ...] = (
                {"prompt": "x", "response_format": {"type": "json_object"}}),
     GoldenCase("apply_template", "llama-native", "POST", "/apply-template",
                {"messages": [{"role": "user", "content": "Say hello."}]}),
+    # routes without their model: 501 not_implemented naming the flag
+    GoldenCase("generations_unconfigured", "images", "POST", "/v1/images/generations",
+               {"prompt": "a cat", "response_format": "b64_json"}),
+    GoldenCase("transcriptions_unconfigured", "audio", "POST", "/v1/audio/transcriptions",
+               {"file": "x"}),
+    GoldenCase("unconfigured", "realtime", "GET", "/v1/realtime"),
 )

@@ -42,6 +42,15 @@ EXPECTED_OPERATIONS = {
         ("POST", "/infill"): ("llama-native", ("200", "400", "401", "501", "503")),
         ("POST", "/apply-template"): ("llama-native", ("200", "400", "401", "503")),
     },
+    **{  # routes whose model this build cannot load: 501 naming the flag
+        ("POST", f"{prefix}/audio/{route}"): ("audio", ("401", "501"))
+        for prefix in ("/v1", "") for route in ("speech", "transcriptions", "translations")
+    },
+    **{
+        ("POST", f"{prefix}/images/{route}"): ("images", ("401", "501"))
+        for prefix in ("/v1", "") for route in ("generations", "edits")
+    },
+    ("GET", "/v1/realtime"): ("realtime", ("401", "501")),
 }
 # Streams without a terminator event: llama-server's native routes end without [DONE].
 UNTERMINATED_STREAMS = ("/completion", "/completions", "/infill")

@@ -30,3 +30,7 @@ class ServerConfig:
     ctx_size: int = 0
     alias: str | None = None
     defaults: GenerationDefaults = field(default_factory=GenerationDefaults)
+    # Encoder models for /v1/embeddings and /v1/rerank (None: those routes answer 501).
+    embedding_model: str | None = None
+    rerank_model: str | None = None
+    pooling: str | None = None  # none | mean | cls | last; None = the checkpoint's own
