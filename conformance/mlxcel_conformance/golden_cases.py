@@ -72,6 +72,17 @@ CASES: tuple[GoldenCase, ...] = (
                {"prompt": "x", "response_format": {"type": "json_object"}}),
     GoldenCase("apply_template", "llama-native", "POST", "/apply-template",
                {"messages": [{"role": "user", "content": "Say hello."}]}),
+    # embeddings and reranking (bundled encoder fixtures)
+    GoldenCase("two_texts", "embeddings", "POST", "/v1/embeddings",
+               {"input": ["hello world", "the cat sat"]}),
+    GoldenCase("native_one_text", "embeddings", "POST", "/embedding", {"content": "hello world"}),
+    GoldenCase("error_empty_input", "embeddings", "POST", "/v1/embeddings", {"input": ""}),
+    GoldenCase("rerank_top_2", "embeddings", "POST", "/v1/rerank",
+               {"query": "What is a panda?", "top_n": 2, "return_documents": True,
+                "documents": ["hi", "it is a bear",
+                              "The giant panda is a bear species endemic to China."]}),
+    GoldenCase("rerank_error_both_forms", "embeddings", "POST", "/v1/rerank",
+               {"query": "q", "documents": ["a"], "texts": ["a"]}),
     # routes without their model: 501 not_implemented naming the flag
     GoldenCase("generations_unconfigured", "images", "POST", "/v1/images/generations",
                {"prompt": "a cat", "response_format": "b64_json"}),

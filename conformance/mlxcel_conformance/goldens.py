@@ -20,7 +20,9 @@ from .sse import parse_sse
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
             "model": "<model>", "owned_by": "<owner>",
             # llama-server native: wall-clock measurements and the model name in settings
-            "timings": "<timings>", "generation_settings": "<settings>"}
+            "timings": "<timings>", "generation_settings": "<settings>",
+            # embeddings and rerank: floats that differ in the last bits across backends
+            "embedding": "<vector>", "relevance_score": "<score>"}
 
 
 def goldens_dir() -> Path:

@@ -51,6 +51,11 @@ EXPECTED_OPERATIONS = {
         for prefix in ("/v1", "") for route in ("generations", "edits")
     },
     ("GET", "/v1/realtime"): ("realtime", ("401", "501")),
+    **{  # embeddings and reranking
+        ("POST", path): ("embeddings", ("200", "400", "401", "501", "503"))
+        for path in ("/v1/embeddings", "/embedding", "/embeddings", "/v1/rerank",
+                     "/v1/reranking", "/rerank", "/reranking")
+    },
 }
 # Streams without a terminator event: llama-server's native routes end without [DONE].
 UNTERMINATED_STREAMS = ("/completion", "/completions", "/infill")

@@ -29,6 +29,7 @@ CHECK_MODULES = (
     "anthropic_events",
     "anthropic_body",
     "llama_native",
+    "embeddings",
 )
 
 for _module in CHECK_MODULES:

@@ -48,7 +48,7 @@ def _fuzz_limits() -> dict[str, int]:
 
 
 # Token-id arrays: ids outside the vocabulary are documented errors, not fuzz targets.
-_TOKEN_ARRAYS = ("prompt", "tokens")
+_TOKEN_ARRAYS = ("prompt", "tokens", "input", "content")
 
 
 def _token_bounds() -> tuple[int, int]:
