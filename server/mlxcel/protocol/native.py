@@ -196,10 +196,11 @@ def native_sampling(request: NativeCompletionRequest, model: LoadedModel,
 
 
 def _seed(value: int | None, default: int | None) -> int | None:
-    """``-1`` (or any negative seed) asks for a random seed, as in llama-server."""
+    """``-1`` (or any negative seed) asks for a random seed, as in llama-server; larger seeds
+    are folded into MLX's unsigned 64-bit seed space."""
     if value is None:
         return default
-    return None if value < 0 else value
+    return None if value < 0 else value % 2**64
 
 
 _BREAKER_CACHE: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
