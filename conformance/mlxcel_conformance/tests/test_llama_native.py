@@ -111,6 +111,19 @@ def test_native_several_prompts_answer_an_array(client: SuiteClient) -> None:
              single=single["content"], batched=both[0]["content"])
 
 
+@pytest.mark.conformance(family="llama-native", feature="native.completion.dry")
+def test_native_dry_breaks_a_repetition(client: SuiteClient) -> None:
+    base = native_json(client, _payload(n_predict=16, return_tokens=True))["tokens"]
+    runs = [base[i] == base[i + 1] == base[i + 2] for i in range(len(base) - 2)]
+    if not any(runs):
+        pytest.skip("the greedy continuation does not repeat a token; DRY has nothing to break")
+    dry = native_json(client, _payload(n_predict=16, return_tokens=True, dry_multiplier=2.0,
+                                       dry_allowed_length=1, dry_sequence_breakers=[]))
+    if dry["tokens"] == base:
+        fail("native_dry", "DRY settings had no effect on a repeating greedy continuation",
+             tokens=base)
+
+
 BAD_BODIES: dict[str, Any] = {
     "prompt_missing": {"n_predict": 4},
     "prompt_object": {"prompt": {"text": "x"}},
