@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -169,3 +170,24 @@ def test_apply_template_matches_chat_prompt(client: SuiteClient) -> None:
         fail("apply_template", "the rendered prompt does not contain the message", body=body)
     status, error = response_of(client.post("/apply-template", {"messages": []}))
     check_error_body_openai(error, status=status, expected=400)
+
+
+@pytest.mark.conformance(family="llama-native", feature="native.completion.disconnect",
+                         destructive=True)
+def test_native_disconnect_frees_server(client: SuiteClient) -> None:
+    started = time.monotonic()
+    native_json(client, _payload(n_predict=4))
+    baseline = time.monotonic() - started
+    payload = _payload(n_predict=3000, stream=True, temperature=1.0, seed=3, ignore_eos=True)
+    with client.http.stream("POST", PATH, json=payload) as response:
+        for received, _ in enumerate(response.iter_lines()):
+            if received >= 6:
+                break
+    started = time.monotonic()
+    native_json(client, _payload(n_predict=4))
+    elapsed = time.monotonic() - started
+    if elapsed > max(5.0, 20 * baseline):
+        fail("disconnect_frees_server",
+             f"a 4-token /completion took {elapsed:.1f} s after a client left mid-stream "
+             f"(baseline {baseline:.2f} s): the abandoned generation kept running",
+             elapsed_s=round(elapsed, 2), baseline_s=round(baseline, 2))
