@@ -23,7 +23,11 @@ VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<finger
             "cached_tokens": "<cached_tokens>",
             # Responses / Anthropic: item and call ids, timestamps
             "created_at": "<created>", "completed_at": "<created>", "item_id": "<id>",
-            "call_id": "<id>", "tool_use_id": "<id>"}
+            "call_id": "<id>", "tool_use_id": "<id>",
+            # llama-server native: wall-clock measurements and the model name in settings
+            "timings": "<timings>", "generation_settings": "<settings>",
+            # embeddings and rerank: floats that differ in the last bits across backends
+            "embedding": "<vector>", "relevance_score": "<score>"}
 
 
 def goldens_dir() -> Path:
@@ -172,6 +176,8 @@ def _event_kind(event: Any) -> str:
         return "other"
     if "error" in event:
         return "error"
+    if isinstance(event.get("stop"), bool) and "content" in event:  # llama-server native
+        return "finish" if event["stop"] else "content"
     choices = event.get("choices")
     if choices == [] and event.get("usage"):
         return "usage"

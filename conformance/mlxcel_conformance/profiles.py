@@ -7,6 +7,8 @@ Decisions recorded here:
 - `mlx-lm` claims what `mlx_lm.server` serves: chat, completions, models, health, and the OpenAI
   SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
 - `llama-server` serves /v1/responses and /v1/messages nowadays, so it claims both.
+- `audio`, `images` and `realtime` check mlxcel's documented 501 for a route without its model
+  (the flag named in the message): only the `mlxcel` profile claims them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ FAMILIES: tuple[str, ...] = (
     "anthropic",
     "llama-native",
     "embeddings",
+    "audio",
+    "images",
+    "realtime",
     "schema",
     "sdk-openai",
     "sdk-anthropic",
@@ -70,7 +75,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "llama-server",
-            frozenset(FAMILIES) - {"schema", "mlxcel-ext"},
+            frozenset(FAMILIES) - {"schema", "mlxcel-ext", "audio", "images", "realtime"},
             "llama.cpp's llama-server",
         ),
         Profile(

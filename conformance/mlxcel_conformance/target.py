@@ -50,6 +50,18 @@ def free_port() -> int:
         return port
 
 
+def _bundled_encoder_args() -> list[str]:
+    """The reference server's bundled encoder fixtures, so the embedding and rerank families
+    run against real models (none when mlxcel or the fixtures are not installed)."""
+    try:
+        from mlxcel.bundled import bundled_model_path
+
+        return ["--embedding-model", str(bundled_model_path("bert-tiny-embed")),
+                "--rerank-model", str(bundled_model_path("bert-tiny-rerank"))]
+    except (ImportError, FileNotFoundError):
+        return []
+
+
 @dataclass
 class ReferenceServer:
     """``mlxcel-server`` in a subprocess on a free port."""
@@ -73,7 +85,7 @@ class ReferenceServer:
             cmd += ["--model", self.model]
         if self.api_key:
             cmd += ["--api-key", self.api_key]
-        return cmd + list(self.extra_args)
+        return cmd + _bundled_encoder_args() + list(self.extra_args)
 
     def start(self) -> Target:
         fd, name = tempfile.mkstemp(prefix="mlxcel-server-", suffix=".log")

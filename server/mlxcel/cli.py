@@ -85,6 +85,21 @@ def build_parser() -> argparse.ArgumentParser:
         add(f"--{flag}", type=int, default=int(_env(env, str(default)) or default),
             help=f"Responses API store setting, 0 entries disables it (default {default}) "
             f"[env {env}]")
+    add("--embedding-model", default=_env("MLXCEL_EMBEDDING_MODEL"),
+        help="encoder (BERT-family) model directory or hub id for /v1/embeddings, /embedding "
+        "and /embeddings [env MLXCEL_EMBEDDING_MODEL]")
+    add("--rerank-model", default=_env("MLXCEL_RERANK_MODEL"),
+        help="cross-encoder (*ForSequenceClassification) for /v1/rerank and its aliases "
+        "[env MLXCEL_RERANK_MODEL]")
+    add("--pooling", default=_env("LLAMA_ARG_POOLING"), choices=["none", "mean", "cls", "last"],
+        help="embedding pooling (default: the checkpoint's sentence-transformers setting, "
+        "else mean) [env LLAMA_ARG_POOLING]")
+    add("--image-model", default=_env("MLXCEL_IMAGE_MODEL"),
+        help="image generation model (no image backend in this build: refused at startup) "
+        "[env MLXCEL_IMAGE_MODEL]")
+    add("--audio-model", default=_env("MLXCEL_AUDIO_MODEL"),
+        help="Whisper/Kokoro audio model (no audio backend in this build: refused at startup) "
+        "[env MLXCEL_AUDIO_MODEL]")
     add("--log-level", default=_env("MLXCEL_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"])
     return p
@@ -134,6 +149,13 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         cache_entries=args.cache_entries,
         cache_ttl_s=args.cache_ttl,
     )
+def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
+                                 args: argparse.Namespace) -> None:
+    """Fail at startup rather than claim a capability this build does not have."""
+    for flag, value in (("--image-model", args.image_model), ("--audio-model", args.audio_model)):
+        if value:
+            parser.error(f"{flag}: this build of mlxcel-server has no backend for it; the "
+                         "route answers 501 not_implemented")
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -178,11 +200,16 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         responses_store_ttl_secs=args.responses_store_ttl_secs,
         conversation_store_max_entries=args.conversation_store_max_entries,
         conversation_store_ttl_secs=args.conversation_store_ttl_secs,
+        embedding_model=args.embedding_model or None,
+        rerank_model=args.rerank_model or None,
+        pooling=args.pooling,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _refuse_unavailable_backends(parser, args)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

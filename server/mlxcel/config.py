@@ -49,3 +49,7 @@ class ServerConfig:
     responses_store_ttl_secs: int = 3600
     conversation_store_max_entries: int = 256
     conversation_store_ttl_secs: int = 3600
+    # Encoder models for /v1/embeddings and /v1/rerank (None: those routes answer 501).
+    embedding_model: str | None = None
+    rerank_model: str | None = None
+    pooling: str | None = None  # none | mean | cls | last; None = the checkpoint's own

@@ -31,6 +31,8 @@ CHECK_MODULES = (
     "anthropic_events",
     "anthropic_body",
     "engine_checks",
+    "llama_native",
+    "embeddings",
 )
 
 for _module in CHECK_MODULES:

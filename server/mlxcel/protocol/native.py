@@ -1,0 +1,377 @@
+"""llama-server's native ``POST /completion``: request model, translation, and rendering.
+
+The wire format follows llama-server: a JSON object (an array when several prompts are sent)
+with ``content``, ``stop``, ``tokens_predicted``, ``tokens_evaluated``, ``stop_type`` and
+``timings``; a stream of bare ``data:`` partial objects (``stop: false``) closed by one final
+object (``stop: true``) and no ``[DONE]``. ``NativeRun`` accumulates one prompt's events and
+measures its timings at the adapter (submission to first token, first token to the end).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..config import GenerationDefaults
+from ..engine.dry import DEFAULT_BREAKERS, DryParams, breaker_token_ids, make_dry_processor
+from ..engine.model import LoadedModel
+from ..engine.request import (
+    EngineEvent,
+    Finished,
+    GenerationRequest,
+    LogitsProcessorFactory,
+    SamplingParams,
+    TokenDelta,
+)
+from ..errors import InvalidRequestError
+from .chat import new_id
+from .types import Int
+
+PromptItem = str | Int | list[str | Int]
+MAX_PROMPTS = 16
+MAX_STOP = 16
+
+
+class NativeCompletionRequest(BaseModel):
+    """``POST /completion`` (llama-server names; unknown fields are accepted and ignored)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    prompt: str | list[PromptItem]
+    n_predict: Int | None = Field(default=None, ge=-1)
+    stream: bool = False
+    temperature: float | None = None
+    top_k: Int | None = None
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    min_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    repeat_penalty: float | None = Field(default=None, ge=0.0)
+    repeat_last_n: Int | None = Field(default=None, ge=-1)
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    dry_multiplier: float | None = Field(default=None, ge=0.0)
+    dry_base: float | None = Field(default=None, ge=1.0)
+    dry_allowed_length: Int | None = Field(default=None, ge=0)
+    dry_penalty_last_n: Int | None = Field(default=None, ge=-1)
+    dry_sequence_breakers: list[str] | None = None
+    seed: Int | None = None
+    stop: list[str] | str | None = None
+    ignore_eos: bool | None = None
+    cache_prompt: bool | None = None
+    return_tokens: bool | None = None
+    n_probs: Int | None = Field(default=None, ge=0)
+    n_cmpl: Int | None = Field(default=None, ge=1)
+    logit_bias: list[list[Any]] | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    json_schema: Any = None
+    grammar: str | None = None
+
+
+# -- translation --------------------------------------------------------------------------
+
+def _check_unsupported(request: NativeCompletionRequest) -> None:
+    fmt = (request.response_format or {}).get("type", "text")
+    if fmt != "text":
+        raise InvalidRequestError(
+            f"response_format type {fmt!r} is not supported on /completion; use "
+            "/v1/chat/completions for JSON-schema constrained decoding.",
+            param="response_format",
+        )
+    if request.json_schema is not None or request.grammar:
+        field_name = "json_schema" if request.json_schema is not None else "grammar"
+        raise InvalidRequestError(
+            f"{field_name} is not supported on /completion.", param=field_name
+        )
+    if request.n_probs:
+        raise InvalidRequestError(
+            "n_probs is not supported on /completion; use /v1/completions with logprobs.",
+            param="n_probs",
+        )
+    if request.n_cmpl is not None and request.n_cmpl > 1:
+        raise InvalidRequestError("Only n_cmpl=1 is supported.", param="n_cmpl")
+    if isinstance(request.stop, list) and len(request.stop) > MAX_STOP:
+        raise InvalidRequestError(f"at most {MAX_STOP} stop strings.", param="stop")
+
+
+def _sequence(items: list[str | int], model: LoadedModel) -> list[int]:
+    """One prompt given as token ids, strings, or both mixed, in order."""
+    ids: list[int] = []
+    for item in items:
+        if isinstance(item, str):
+            ids.extend(model.encode(item))
+            continue
+        if not 0 <= item < model.vocab_size:
+            raise InvalidRequestError(
+                f"prompt token id {item} is out of vocabulary range "
+                f"(vocab_size {model.vocab_size}).",
+                param="prompt",
+            )
+        ids.append(item)
+    return ids
+
+
+def native_prompts(request: NativeCompletionRequest, model: LoadedModel) -> list[list[int]]:
+    """Every prompt as token ids: a string or one id/mixed sequence is one prompt; a list
+    whose items are strings or lists is several."""
+    prompt = request.prompt
+    if isinstance(prompt, str):
+        return [model.encode(prompt) or model.empty_prompt_tokens()]
+    if not prompt:
+        raise InvalidRequestError("prompt must not be an empty list.", param="prompt")
+    if any(isinstance(p, int) for p in prompt):
+        if any(isinstance(p, list) for p in prompt):
+            raise InvalidRequestError(
+                "prompt mixes token ids with nested lists.", param="prompt"
+            )
+        return [_sequence(prompt, model)]  # type: ignore[arg-type]
+    if len(prompt) > MAX_PROMPTS:
+        raise InvalidRequestError(f"at most {MAX_PROMPTS} prompts per request.", param="prompt")
+    if any(isinstance(p, list) and not p for p in prompt):
+        raise InvalidRequestError("a token-list prompt must not be empty.", param="prompt")
+    return [
+        _sequence([item] if isinstance(item, str) else list(item), model)  # type: ignore[arg-type]
+        or model.empty_prompt_tokens()
+        for item in prompt
+    ]
+
+
+def _pick(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def native_logit_bias(request: NativeCompletionRequest, model: LoadedModel
+                      ) -> dict[int, float] | None:
+    """llama-server's forms: ``[[id_or_text, bias|false], ...]`` or ``{"id_or_text": bias}``;
+    ``false`` bans the token; a text key applies to each of its tokens."""
+    raw = request.logit_bias
+    if not raw:
+        return None
+    pairs = list(raw.items()) if isinstance(raw, dict) else raw
+    out: dict[int, float] = {}
+    for pair in pairs:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise InvalidRequestError("logit_bias entries must be [token, bias] pairs.",
+                                      param="logit_bias")
+        key, bias = pair
+        if bias is False:
+            value = -1e9
+        elif isinstance(bias, (int, float)) and not isinstance(bias, bool):
+            value = float(bias)
+        else:
+            raise InvalidRequestError("a logit_bias value must be a number or false.",
+                                      param="logit_bias")
+        for token in _bias_tokens(key, model):
+            out[token] = value
+    return out
+
+
+def _bias_tokens(key: Any, model: LoadedModel) -> list[int]:
+    if isinstance(key, str) and key.lstrip("-").isdigit():
+        key = int(key)
+    if isinstance(key, str):
+        return model.encode(key)
+    if isinstance(key, int) and not isinstance(key, bool) and 0 <= key < model.vocab_size:
+        return [key]
+    raise InvalidRequestError(f"logit_bias token {key!r} is outside the vocabulary.",
+                              param="logit_bias")
+
+
+def native_sampling(request: NativeCompletionRequest, model: LoadedModel,
+                    defaults: GenerationDefaults) -> SamplingParams:
+    last_n = _pick(request.repeat_last_n, defaults.repeat_last_n)
+    return SamplingParams(
+        temperature=max(_pick(request.temperature, defaults.temperature), 0.0),
+        top_p=_pick(request.top_p, defaults.top_p),
+        top_k=max(_pick(request.top_k, defaults.top_k), 0),
+        min_p=_pick(request.min_p, defaults.min_p),
+        seed=_seed(request.seed, defaults.seed),
+        repetition_penalty=_pick(request.repeat_penalty, defaults.repeat_penalty),
+        repetition_context_size=model.context_size if last_n == -1 else last_n,
+        presence_penalty=_pick(request.presence_penalty, defaults.presence_penalty),
+        frequency_penalty=_pick(request.frequency_penalty, defaults.frequency_penalty),
+        logit_bias=native_logit_bias(request, model),
+    )
+
+
+def _seed(value: int | None, default: int | None) -> int | None:
+    """``-1`` (or any negative seed) asks for a random seed, as in llama-server; larger seeds
+    are folded into MLX's unsigned 64-bit seed space."""
+    if value is None:
+        return default
+    return None if value < 0 else value % 2**64
+
+
+_BREAKER_CACHE: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
+
+
+def _dry_factory(request: NativeCompletionRequest, model: LoadedModel
+                 ) -> LogitsProcessorFactory | None:
+    if not request.dry_multiplier:
+        return None
+    breakers = tuple(request.dry_sequence_breakers
+                     if request.dry_sequence_breakers is not None else DEFAULT_BREAKERS)
+    params = DryParams(
+        multiplier=request.dry_multiplier,
+        base=_pick(request.dry_base, 1.75),
+        allowed_length=_pick(request.dry_allowed_length, 2),
+        penalty_last_n=_pick(request.dry_penalty_last_n, 64),
+        breakers=breakers,
+    )
+    key = (id(model.tokenizer), breakers)
+    if key not in _BREAKER_CACHE:
+        _BREAKER_CACHE[key] = breaker_token_ids(model.tokenizer.get_vocab(), model.decode,
+                                                breakers)
+    ids = _BREAKER_CACHE[key]
+    return lambda: make_dry_processor(params, ids)
+
+
+def n_predict_of(request: NativeCompletionRequest, model: LoadedModel,
+                 defaults: GenerationDefaults) -> int:
+    """``-1`` means "until the context is full"; absent means the server default."""
+    n_predict = _pick(request.n_predict, defaults.n_predict)
+    return model.context_size if n_predict < 0 else n_predict
+
+
+def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
+                           defaults: GenerationDefaults,
+                           prompts: list[list[int]] | None = None) -> list[GenerationRequest]:
+    _check_unsupported(request)
+    prompts = native_prompts(request, model) if prompts is None else prompts
+    stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
+    dry = _dry_factory(request, model)
+    request_id = new_id("cmpl-")
+    return [
+        GenerationRequest(
+            prompt_tokens=tuple(tokens),
+            max_tokens=n_predict_of(request, model, defaults),
+            sampling=native_sampling(request, model, defaults),
+            stop=stop,
+            ignore_eos=bool(request.ignore_eos),
+            logits_processor_factories=(dry,) if dry else (),
+            request_id=request_id,
+        )
+        for tokens in prompts
+    ]
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+def stop_type_of(finished: Finished) -> str:
+    if finished.reason == "length":
+        return "limit"
+    if finished.reason == "stop":
+        return "word" if finished.stop_string is not None else "eos"
+    return "none"
+
+
+@dataclass
+class NativeRun:
+    """One prompt's generation as llama-server reports it, timed at the adapter."""
+
+    index: int
+    gen: GenerationRequest
+    started: float = field(default_factory=time.perf_counter)
+    first_token_at: float | None = None
+    ended_at: float | None = None
+    text: list[str] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    finished: Finished | None = None
+
+    def feed(self, event: EngineEvent) -> None:
+        now = time.perf_counter()
+        if isinstance(event, TokenDelta):
+            if event.token_ids and self.first_token_at is None:
+                self.first_token_at = now
+            self.text.append(event.text)
+            self.tokens.extend(event.token_ids)
+        else:
+            self.finished = event
+            self.ended_at = now
+
+    def partial(self, event: TokenDelta) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "content": event.text,
+            "tokens": list(event.token_ids),
+            "stop": False,
+            "id_slot": 0,
+            "tokens_predicted": len(self.tokens),
+            "tokens_evaluated": len(self.gen.prompt_tokens),
+        }
+
+    def timings(self) -> dict[str, float | int]:
+        """Prompt time runs from submission to the first generated token (queue wait and
+        prefill included); predicted time from there to the end."""
+        assert self.finished is not None and self.ended_at is not None
+        first = self.first_token_at or self.ended_at
+        prompt_n = self.finished.prompt_tokens
+        predicted_n = self.finished.completion_tokens
+        prompt_ms = (first - self.started) * 1e3
+        predicted_ms = (self.ended_at - first) * 1e3
+        return {
+            "cache_n": 0,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
+            "prompt_per_second": prompt_n / prompt_ms * 1e3 if prompt_ms > 0 else 0.0,
+            "predicted_n": predicted_n,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": predicted_ms / predicted_n if predicted_n else 0.0,
+            "predicted_per_second": (
+                predicted_n / predicted_ms * 1e3 if predicted_ms > 0 and predicted_n else 0.0
+            ),
+        }
+
+    def final(self, model_name: str, prompt_text: str, settings: dict[str, Any], *,
+              streamed: bool, return_tokens: bool) -> dict[str, Any]:
+        assert self.finished is not None
+        content = "".join(self.text)
+        return {
+            "index": self.index,
+            "content": "" if streamed else content,
+            "tokens": [] if streamed or not return_tokens else list(self.tokens),
+            "id_slot": 0,
+            "stop": True,
+            "model": model_name,
+            "tokens_predicted": self.finished.completion_tokens,
+            "tokens_evaluated": self.finished.prompt_tokens,
+            "generation_settings": settings,
+            "prompt": prompt_text,
+            "has_new_line": "\n" in content,
+            "truncated": False,
+            "stop_type": stop_type_of(self.finished),
+            "stopping_word": self.finished.stop_string or "",
+            "tokens_cached": 0,
+            "timings": self.timings(),
+        }
+
+
+def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest,
+                        model_name: str, n_ctx: int) -> dict[str, Any]:
+    """The settings the request actually ran with (llama-server's ``generation_settings``)."""
+    s = gen.sampling
+    return {
+        "n_ctx": n_ctx,
+        "model": model_name,
+        "n_predict": gen.max_tokens,
+        "seed": -1 if s.seed is None else s.seed,
+        "temperature": s.temperature,
+        "top_k": s.top_k,
+        "top_p": s.top_p,
+        "min_p": s.min_p,
+        "repeat_last_n": s.repetition_context_size,
+        "repeat_penalty": s.repetition_penalty,
+        "presence_penalty": s.presence_penalty,
+        "frequency_penalty": s.frequency_penalty,
+        "dry_multiplier": request.dry_multiplier or 0.0,
+        "dry_base": _pick(request.dry_base, 1.75),
+        "dry_allowed_length": _pick(request.dry_allowed_length, 2),
+        "dry_penalty_last_n": _pick(request.dry_penalty_last_n, 64),
+        "stop": list(gen.stop),
+        "ignore_eos": gen.ignore_eos,
+        "stream": request.stream,
+        "cache_prompt": _pick(request.cache_prompt, True),
+        "n_probs": 0,
+    }

@@ -1,0 +1,25 @@
+"""The committed encoder fixtures: small, complete, and loadable as what they claim to be."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_BYTES = 3 * 1024 * 1024
+
+
+@pytest.mark.parametrize(("name", "architecture"), [
+    ("bert-tiny-embed", "BertModel"),
+    ("bert-tiny-rerank", "BertForSequenceClassification"),
+])
+def test_encoder_fixture(name: str, architecture: str) -> None:
+    directory = ROOT / "fixtures" / "models" / name
+    files = [p for p in directory.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) < MAX_BYTES
+    names = {p.name for p in files}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= names
+    config = json.loads((directory / "config.json").read_text())
+    assert config["model_type"] == "bert" and config["architectures"] == [architecture]
