@@ -48,7 +48,8 @@ def test_case_block_reads_as_a_diff() -> None:
 
 
 def test_gguf_conversion_of_the_fixture(tmp_path: Path) -> None:
-    gguf = pytest.importorskip("gguf", reason="the GGUF converter needs `pip install gguf`")
+    import gguf
+
     from mlxcel_conformance.peers.gguf_convert import convert
 
     reader = gguf.GGUFReader(str(convert(FIXTURE, tmp_path / "m.gguf")))

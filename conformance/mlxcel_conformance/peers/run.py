@@ -27,7 +27,6 @@ from . import pages
 from .bench_hook import run_benchmarks
 from .launchers import PEERS, Peer, PeerProcess, make_peer
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "fixtures" / "models" / "qwen3-tiny"
 DEADLINE_S = 540.0  # each peer's suite run; the issue bounds a peer at 10 minutes
 REQUEST_TIMEOUT_S = 20.0
 
@@ -140,7 +139,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--peers", default=None,
                         help=f"comma list from {', '.join(PEERS)} (default: mlxcel, mlx-lm, "
                         "plus llama-server / vllm-mlx when their path is given)")
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="fixture directory")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="model directory (default: the bundled qwen3 fixture)")
     parser.add_argument("--llama-server", default=None, help="path of a llama-server binary")
     parser.add_argument("--vllm-mlx", default=None,
                         help="path of the vllm-mlx script in its own venv (not run by default)")
@@ -161,8 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         name for name, path in (("llama-server", args.llama_server), ("vllm-mlx", args.vllm_mlx))
         if path]
     executables = {"llama-server": args.llama_server, "vllm-mlx": args.vllm_mlx}
-    peers = [make_peer(n.strip(), args.model.resolve(), executables.get(n.strip()))
-             for n in names]
+    from mlxcel.bundled import bundled_model_path
+
+    model = (args.model or bundled_model_path()).resolve()
+    peers = [make_peer(n.strip(), model, executables.get(n.strip())) for n in names]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mlxcel-peers-"))
     for peer in peers:
         check_peer(peer, args.out, workdir.resolve(), args.deadline, args.request_timeout,
