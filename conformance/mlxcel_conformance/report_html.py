@@ -27,7 +27,7 @@ pre{white-space:pre-wrap;background:#f6f8fa;padding:.5rem;margin:.3rem 0;max-hei
 overflow:auto}
 .v{font-weight:600;white-space:nowrap}.PASS{color:#1a7f37}.FAIL{color:#cf222e}
 .UNSUPPORTED{color:#6e7781}.ERROR{color:#9a6700}.summary{background:#f6f8fa;padding:.5rem}
-tr:target{outline:2px solid #0969da}.msg{white-space:pre-wrap}
+tr:target{outline:2px solid #0969da}.msg{white-space:pre-wrap}.v a{color:inherit}
 """
 
 

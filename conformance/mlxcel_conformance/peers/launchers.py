@@ -38,13 +38,14 @@ class Peer:
     executable: str | None = None  # llama-server's binary, vllm-mlx's venv python
     model_dir: Path = Path()
 
-    def prepare(self, workdir: Path) -> Path:
-        """Whatever the model must become before the server can load it; returns its path."""
-        if self.name != "llama-server":
-            return self.model_dir
-        from .gguf_convert import convert
+    # What the model directory must become before the server loads it (llama-server: GGUF).
+    convert_model: Callable[[Path, Path], Path] | None = None
 
-        return convert(self.model_dir, workdir / f"{self.model_dir.name}.gguf")
+    def prepare(self, workdir: Path) -> Path:
+        """The model path the server is given."""
+        if self.convert_model is None:
+            return self.model_dir
+        return self.convert_model(self.model_dir, workdir)
 
     def version(self) -> str:
         """A best-effort version string for the report (never fails the run)."""
@@ -82,6 +83,12 @@ def _llama_server(peer: Peer, port: int, model: Path) -> list[str]:
     return cmd + (["--api-key", peer.api_key] if peer.api_key else [])
 
 
+def _to_gguf(model_dir: Path, workdir: Path) -> Path:
+    from .gguf_convert import convert  # needs the `gguf` package (extra `peers`)
+
+    return convert(model_dir, workdir / f"{model_dir.name}.gguf")
+
+
 def _vllm_mlx(peer: Peer, port: int, model: Path) -> list[str]:
     # executable: the ``vllm-mlx`` script of its own venv (it pulls torch; never ours).
     return [str(peer.executable), "serve", str(model), "--port", str(port),
@@ -96,7 +103,7 @@ PEERS: dict[str, Callable[[Path, str | None], Peer]] = {
     "llama-server": lambda model, exe: Peer("llama-server", "llama-server",
                                             "llama.cpp llama-server", _llama_server,
                                             api_key=PEER_API_KEY, executable=exe,
-                                            model_dir=model),
+                                            model_dir=model, convert_model=_to_gguf),
     "vllm-mlx": lambda model, exe: Peer("vllm-mlx", "mlx-lm", "vllm-mlx (its own venv)",
                                         _vllm_mlx, executable=exe, startup_timeout=300.0,
                                         model_dir=model),
