@@ -104,6 +104,17 @@ def note_crash(report: Report, started: PeerProcess) -> None:
                         exit_code=code, log_tail=tail))
 
 
+def display_command(started: PeerProcess, workdir: Path) -> str:
+    """The peer's command as published: no machine-specific paths, no port."""
+    words = []
+    for word in started.command:
+        word = word.replace(str(workdir), "<workdir>").replace(str(started.peer.model_dir),
+                                                               f"<{started.peer.model_dir.name}>")
+        words.append("python" if word == sys.executable else
+                     "PORT" if word == str(started.port) else word)
+    return " ".join(words)
+
+
 def check_peer(peer: Peer, out: Path, workdir: Path, deadline_s: float,
                request_timeout_s: float, extra: list[str]) -> dict[str, object]:
     started = PeerProcess(peer, workdir / peer.name)
@@ -121,11 +132,10 @@ def check_peer(peer: Peer, out: Path, workdir: Path, deadline_s: float,
         finally:
             started.stop()
     report.finish()
-    command = " ".join(started.command).replace(str(started.port), "PORT")
     doc = pages.peer_document(report, {
         "name": peer.name, "description": peer.description, "version": peer.version(),
         "profile": peer.profile, "goldens": "shape", "model": peer.model_dir.name,
-        "command": command.replace(str(workdir), "<workdir>"),
+        "command": display_command(started, workdir),
     })
     pages.write_peer(out, doc)
     print(f"{peer.name}: {report.summary_line()}", flush=True)
