@@ -128,7 +128,7 @@ def test_a_peer_dying_mid_run_yields_fail_rows_with_its_log(tmp_path: Path) -> N
     out = tmp_path / "out"
     doc = check_peer(peer, out, tmp_path / "work", deadline_s=120.0, request_timeout_s=10.0,
                      extra=["-k", "models or chat/hello or count_stream"])
-    records = {(r["family"], r["feature"]): r for r in doc["records"]}  # type: ignore[union-attr]
+    records = {(r["family"], r["feature"]): r for r in doc["records"]}
     crash = records[("health", "peer.process_alive")]
     assert crash["verdict"] == "FAIL" and crash["evidence"]["exit_code"] == 3
     assert "dying on /v1/" in crash["evidence"]["log_tail"]

@@ -19,6 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import SetupError
 from ..plugin import PARTIAL_NAME
@@ -116,7 +117,7 @@ def display_command(started: PeerProcess, workdir: Path) -> str:
 
 
 def check_peer(peer: Peer, out: Path, workdir: Path, deadline_s: float,
-               request_timeout_s: float, extra: list[str]) -> dict[str, object]:
+               request_timeout_s: float, extra: list[str]) -> dict[str, Any]:
     started = PeerProcess(peer, workdir / peer.name)
     report_dir = workdir / peer.name / "report"
     try:
