@@ -138,3 +138,15 @@ def test_a_peer_dying_mid_run_yields_fail_rows_with_its_log(tmp_path: Path) -> N
     saved = json.loads((out / "dying.json").read_text())
     assert saved["peer"]["name"] == "dying"
     assert not PeerProcess(peer, tmp_path / "work").alive()
+
+
+def test_bench_hook_runs_the_command_once_per_started_peer(tmp_path: Path) -> None:
+    from mlxcel_conformance.peers.bench_hook import run_benchmarks, run_benchmarks_on
+
+    peer = Peer("p", "mlx-lm", "", lambda _peer, _port, _model: [], model_dir=tmp_path)
+    started = PeerProcess(peer, tmp_path / "p")
+    writer = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
+    command = f'{sys.executable} -c "{writer}" {{out}}/{{name}}.txt {{url}}'
+    assert run_benchmarks_on([started], command, tmp_path) == {"p": 0}
+    assert (tmp_path / "p.txt").read_text() == started.base_url
+    assert run_benchmarks([peer], tmp_path, tmp_path, None) is None
