@@ -1,4 +1,4 @@
-"""Sessions: tests (the README's test command), conformance, fuzz, goldens, lint.
+"""Sessions: tests (the README's test command), conformance, fuzz, goldens, peers, lint.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -66,3 +66,13 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".[dev,bench]")
     session.run("pytest", "-q", "benchmarks/micro", "--benchmark-only")
     session.run("python", "-m", "benchmarks.run", *session.posargs)
+
+
+@nox.session
+def peers(session: nox.Session) -> None:
+    """The suite against each peer on the fixture model: docs/conformance/<peer>.{json,md,html}
+    and the comparison index.{md,html}. mlx-lm and the reference server always; llama-server
+    with ``-- --llama-server PATH``, vllm-mlx with ``-- --vllm-mlx PATH`` (its own venv)."""
+    session.install("-e", ".[dev,peers]")
+    session.run("python", "-m", "mlxcel_conformance.peers", "--out", "docs/conformance",
+                *session.posargs)

@@ -210,6 +210,8 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
         firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])}
         gots = {k: e for e, k in reversed([(e, _event_kind(e)) for e in have])}
         return [d for k in firsts for d in compare_shape(firsts[k], gots.get(k), f"event:{k}")]
+    if "body" in expected and "body" not in got:
+        return [f"body: expected JSON, got text {_short(got.get('body_text', ''))}"]
     compare = compare_exact if mode == "exact" else compare_shape
     return compare(expected.get("body"), got.get("body"), "body")
 

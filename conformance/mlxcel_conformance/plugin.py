@@ -17,8 +17,10 @@ import pytest
 
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
+from .golden_diff import format_case
 from .profiles import Profile, get_profile
 from .report import Record, Report, Verdict
+from .report_html import HTML_NAME, render_report
 from .target import ReferenceServer, Target
 
 _REPORT_KEY = pytest.StashKey[Report]()
@@ -27,6 +29,8 @@ _TARGET_KEY = pytest.StashKey[Target]()
 
 # Exceptions that mean the server under test misbehaved at the transport or SDK level.
 _SERVER_FAULTS: tuple[type[BaseException], ...] = (httpx.TransportError, AssertionError)
+# Rewritten after every record, so a run killed at its deadline still leaves what it found.
+PARTIAL_NAME = "conformance.partial.json"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="schemathesis examples per operation (nox -s fuzz raises it)")
     group.addoption("--server-model", default=None,
                     help="model for the self-started reference server (default: bundled)")
+    group.addoption("--request-timeout", default=None, type=float,
+                    help="seconds a suite request may take (default 60; peers run lower)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,8 +83,10 @@ def target(pytestconfig: pytest.Config) -> Iterator[Target]:
 
 
 @pytest.fixture(scope="session")
-def client(target: Target) -> Iterator[SuiteClient]:
-    suite_client = SuiteClient(target)
+def client(target: Target, pytestconfig: pytest.Config) -> Iterator[SuiteClient]:
+    seconds = pytestconfig.getoption("--request-timeout")
+    suite_client = (SuiteClient(target, httpx.Timeout(seconds, connect=min(5.0, seconds)))
+                    if seconds else SuiteClient(target))
     try:
         yield suite_client
     finally:
@@ -141,11 +149,19 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
         return Record(family="", feature="", verdict=Verdict.ERROR, checks=[], severity=None,
                       message=str(exc), evidence={}, duration_s=0.0)
     kind = type(exc).__name__
+    evidence: dict[str, Any] = {}
+    if isinstance(exc, httpx.TransportError):
+        # The server went away or hung: say which request found out.
+        try:
+            evidence = {"request": f"{exc.request.method} {exc.request.url}"}
+        except RuntimeError:
+            evidence = {}
+        evidence["transport_error"] = kind
     # In an SDK round trip, whatever the SDK raises is its verdict on the server's answer.
     server_fault = isinstance(exc, _SERVER_FAULTS) or family.startswith("sdk-")
     return Record(family="", feature="", verdict=Verdict.FAIL if server_fault else Verdict.ERROR,
                   checks=[kind], severity="high" if server_fault else None,
-                  message=f"{kind}: {exc}"[:2000], evidence={}, duration_s=0.0)
+                  message=f"{kind}: {exc}"[:2000], evidence=evidence, duration_s=0.0)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -175,6 +191,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
             record = _classify(call.excinfo, family)
             record.family, record.feature, record.duration_s = family, feature, rep.duration
         item.config.stash[_REPORT_KEY].add(record)
+        _write_partial(item.config)
+
+
+def _write_partial(config: pytest.Config) -> None:
+    report_dir = config.getoption("--report")
+    if report_dir:
+        folder = Path(report_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / PARTIAL_NAME).write_text(config.stash[_REPORT_KEY].to_json(), encoding="utf-8")
+
+
+def _golden_diffs(report: Report) -> list[str]:
+    """One expected/got block per failing golden case, for the terminal summary."""
+    blocks = []
+    for record in report.records:
+        diffs = record.evidence.get("diffs")
+        if record.verdict is Verdict.FAIL and isinstance(diffs, list):
+            case = str(record.evidence.get("case", record.feature))
+            blocks.append(format_case(case, str(record.evidence.get("mode", "?")), diffs))
+    return blocks
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -185,7 +221,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     report.finish()
     report_dir = config.getoption("--report")
+    blocks = _golden_diffs(report)
+    if blocks:
+        terminalreporter.section("golden diffs (expected vs got)")
+        for block in blocks:
+            terminalreporter.write_line(block)
     if report_dir:
         report.write(Path(report_dir))
-        terminalreporter.write_line(f"report written to {report_dir}/conformance.{{json,md}}")
+        (Path(report_dir) / HTML_NAME).write_text(render_report(report.to_dict()),
+                                                  encoding="utf-8")
+        (Path(report_dir) / PARTIAL_NAME).unlink(missing_ok=True)
+        terminalreporter.write_line(f"report written to {report_dir}/conformance.{{json,md,html}}")
     terminalreporter.write_line(report.summary_line())

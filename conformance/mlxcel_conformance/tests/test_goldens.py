@@ -9,6 +9,7 @@ import pytest
 from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.errors import Severity
+from mlxcel_conformance.golden_diff import format_case
 from mlxcel_conformance.goldens import (
     case_from_document,
     compare_transcripts,
@@ -30,14 +31,21 @@ def _params() -> list[Any]:
     severity=Severity.MEDIUM,
     description="The response matches its golden transcript (exact or shape mode)",
 )
-def check_golden(expected: dict[str, Any], got: dict[str, Any], mode: str) -> None:
+def check_golden(
+    expected: dict[str, Any], got: dict[str, Any], mode: str, case: str = "case"
+) -> None:
     diffs = compare_transcripts(expected, got, mode)
     if diffs:
+        # The message carries the whole expected/got block so pytest's failure output reads
+        # as a diff; the evidence keeps the raw lines and what the server sent.
         fail(
             "golden_transcript",
-            f"{len(diffs)} difference(s) from the golden ({mode} mode): " + "; ".join(diffs[:3]),
+            format_case(case, mode, diffs[:40]),
             mode=mode,
+            case=case,
             diffs=diffs[:40],
+            got_status=got.get("status"),
+            got=got.get("body", got.get("events", got.get("body_text"))),
         )
 
 
@@ -46,4 +54,4 @@ def test_golden(
     client: SuiteClient, model_name: str | None, golden_mode: str, doc: dict[str, Any]
 ) -> None:
     got = send(client, case_from_document(doc), model_name)
-    check_golden(doc["response"], got, golden_mode)
+    check_golden(doc["response"], got, golden_mode, f"{doc['family']}/{doc['case']}")

@@ -1,0 +1,1 @@
+"""Run the suite against peer servers side by side: launchers, GGUF conversion, matrices."""

@@ -1,0 +1,181 @@
+"""The published pages of a peers run, all under one directory (``docs/conformance/``):
+
+- ``<peer>.json``: the suite's ``conformance.json`` plus a ``peer`` block (command, version,
+  profile, golden mode);
+- ``<peer>.md`` and ``<peer>.html``: that peer's matrix, then one evidence section per
+  non-passing feature, each under an anchor named by ``report_html.anchor``;
+- ``index.md`` and ``index.html``: the comparison, one column per server, one row per feature,
+  each cell linking to the row's evidence in the peer's page.
+
+Every ``<peer>.json`` found in the directory gets a column, so a peer measured once (e.g. a
+llama-server built by hand) stays on the page until its file is removed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..report import Report
+from ..report_html import anchor, esc, evidence_text, page, render_report
+
+# Columns in this order when present; others follow alphabetically.
+PEER_ORDER = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
+INDEX = "index"
+
+
+def peer_document(report: Report, peer: dict[str, Any]) -> dict[str, Any]:
+    return {"peer": peer, **report.to_dict()}
+
+
+def _fence(text: str) -> str:
+    return "```text\n" + text.replace("```", "'''") + "\n```"
+
+
+def peer_markdown(doc: dict[str, Any]) -> str:
+    peer = doc["peer"]
+    report = Report.from_dict(doc)
+    # The suite's own matrix (summary line first), its title replaced by the peer's.
+    matrix = report.to_markdown().split("\n", 1)[1]
+    lines = [
+        f"# {peer['name']}: conformance",
+        "",
+        f"- server: {peer.get('description', '')} ({peer.get('version', 'unknown')})",
+        f"- command: `{peer.get('command', '')}`",
+        f"- profile `{doc['profile']}`, goldens `{peer.get('goldens', 'shape')}`, "
+        f"run {doc['started']}",
+        f"- also as [HTML]({peer['name']}.html); comparison: [index](index.md)",
+        matrix,
+        "## Evidence",
+        "",
+    ]
+    for record in doc["records"]:
+        if record["verdict"] == "PASS":
+            continue
+        lines += [f'<a id="{anchor(record["family"], record["feature"])}"></a>', "",
+                  f"### {record['family']} / {record['feature']}: {record['verdict']}", ""]
+        # A golden's message is its diff block, which the evidence repeats.
+        if record.get("message") and "diffs" not in (record.get("evidence") or {}):
+            lines += [_fence(record["message"]), ""]
+        evidence = evidence_text(record)
+        if evidence:
+            lines += [_fence(evidence), ""]
+    return "\n".join(lines) + "\n"
+
+
+def peer_html(doc: dict[str, Any]) -> str:
+    peer = doc["peer"]
+    preamble = (
+        f"<p>{esc(peer.get('description', ''))} ({esc(peer.get('version', 'unknown'))})<br>"
+        f"command: <code>{esc(peer.get('command', ''))}</code><br>"
+        f"profile <code>{esc(doc['profile'])}</code>, goldens "
+        f"<code>{esc(peer.get('goldens', 'shape'))}</code>; "
+        f"<a href=\"{INDEX}.html\">comparison</a></p>\n"
+    )
+    return render_report(doc, title=f"{peer['name']}: conformance", preamble=preamble)
+
+
+def write_peer(directory: Path, doc: dict[str, Any]) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    name = doc["peer"]["name"]
+    written = {
+        directory / f"{name}.json": json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+        directory / f"{name}.md": peer_markdown(doc),
+        directory / f"{name}.html": peer_html(doc),
+    }
+    for path, text in written.items():
+        path.write_text(text, encoding="utf-8")
+    return list(written)
+
+
+def load_peers(directory: Path) -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted(directory.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "peer" in data and "records" in data:
+            docs.append(data)
+
+    def order(doc: dict[str, Any]) -> tuple[int, str]:
+        name = doc["peer"]["name"]
+        return (PEER_ORDER.index(name) if name in PEER_ORDER else len(PEER_ORDER), name)
+
+    return sorted(docs, key=order)
+
+
+def feature_rows(docs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Every (family, feature) any peer reported, in the first report's order, new ones after."""
+    rows: dict[tuple[str, str], None] = {}
+    for doc in docs:
+        for record in doc["records"]:
+            rows.setdefault((record["family"], record["feature"]), None)
+    return list(rows)
+
+
+def _verdicts(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["family"], r["feature"]): r for r in doc["records"]}
+
+
+def index_markdown(docs: list[dict[str, Any]]) -> str:
+    names = [doc["peer"]["name"] for doc in docs]
+    lines = ["# Conformance: servers side by side", "",
+             "Each peer served the same fixture model and ran the whole suite with its own "
+             "`--profile` and `--goldens shape` (`nox -s peers`). A cell links to the evidence.",
+             "", "| server | version | summary |", "|---|---|---|"]
+    for doc in docs:
+        peer = doc["peer"]
+        lines.append(f"| [{peer['name']}]({peer['name']}.md) | {peer.get('version', '')} | "
+                     f"`{doc['summary']['line']}` |")
+    lines += ["", "| family | feature | " + " | ".join(names) + " |",
+              "|---|---|" + "---|" * len(names)]
+    by_peer = [_verdicts(doc) for doc in docs]
+    for family, feature in feature_rows(docs):
+        cells = []
+        for name, verdicts in zip(names, by_peer, strict=True):
+            record = verdicts.get((family, feature))
+            if record is None:
+                cells.append("—")
+            elif record["verdict"] == "PASS":
+                cells.append("PASS")
+            else:
+                cells.append(f"[{record['verdict']}]({name}.md#{anchor(family, feature)})")
+        lines.append(f"| {family} | {feature} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def index_html(docs: list[dict[str, Any]]) -> str:
+    names = [doc["peer"]["name"] for doc in docs]
+    summary = "".join(
+        f"<tr><td><a href=\"{esc(doc['peer']['name'])}.html\">{esc(doc['peer']['name'])}</a>"
+        f"</td><td>{esc(doc['peer'].get('version', ''))}</td>"
+        f"<td><code>{esc(doc['summary']['line'])}</code></td></tr>"
+        for doc in docs
+    )
+    by_peer = [_verdicts(doc) for doc in docs]
+    rows = []
+    for family, feature in feature_rows(docs):
+        cells = []
+        for name, verdicts in zip(names, by_peer, strict=True):
+            record = verdicts.get((family, feature))
+            if record is None:
+                cells.append("<td>—</td>")
+                continue
+            verdict = esc(record["verdict"])
+            href = f"{esc(name)}.html#{anchor(family, feature)}"
+            cells.append(f"<td class=\"v {verdict}\"><a href=\"{href}\">{verdict}</a></td>")
+        rows.append(f"<tr><td>{esc(family)}</td><td>{esc(feature)}</td>{''.join(cells)}</tr>")
+    body = (
+        "<table id=\"servers\"><tr><th>server</th><th>version</th><th>summary</th></tr>"
+        f"{summary}</table>\n<table id=\"matrix\"><tr><th>family</th><th>feature</th>"
+        + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>\n" + "\n".join(rows)
+        + "\n</table>"
+    )
+    return page("Conformance: servers side by side", body)
+
+
+def write_index(directory: Path) -> list[Path]:
+    docs = load_peers(directory)
+    md, html_page = directory / f"{INDEX}.md", directory / f"{INDEX}.html"
+    md.write_text(index_markdown(docs), encoding="utf-8")
+    html_page.write_text(index_html(docs), encoding="utf-8")
+    return [md, html_page]

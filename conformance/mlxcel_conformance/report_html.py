@@ -1,0 +1,96 @@
+"""The conformance report as one self-contained HTML page (``conformance.html``).
+
+Inline CSS, no script, no external resource: the file opens from disk in any browser and can be
+attached to an issue. The matrix is ``<table id="matrix">``, one row per feature with the id
+``anchor(family, feature)`` so a comparison page can link to a row; a failing row holds its
+evidence (and a golden case its expected/got block) in a ``<details>`` element.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+from .golden_diff import format_case
+
+HTML_NAME = "conformance.html"
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem;color:#1b1f24;max-width:80rem}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
+table{border-collapse:collapse;margin:1rem 0;width:100%}
+th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa}code,pre{font:12px/1.4 ui-monospace,monospace}
+pre{white-space:pre-wrap;background:#f6f8fa;padding:.5rem;margin:.3rem 0;max-height:30rem;
+overflow:auto}
+.v{font-weight:600;white-space:nowrap}.PASS{color:#1a7f37}.FAIL{color:#cf222e}
+.UNSUPPORTED{color:#6e7781}.ERROR{color:#9a6700}.summary{background:#f6f8fa;padding:.5rem}
+tr:target{outline:2px solid #0969da}.msg{white-space:pre-wrap}.v a{color:inherit}
+"""
+
+
+def anchor(family: str, feature: str) -> str:
+    """The row id of a feature: stable across peers, safe in HTML ids and Markdown anchors."""
+    return "f-" + re.sub(r"[^a-z0-9]+", "-", f"{family}-{feature}".lower()).strip("-")
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def page(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n"
+        f"<body>\n<h1>{esc(title)}</h1>\n{body}\n</body></html>\n"
+    )
+
+
+def evidence_text(record: dict[str, Any]) -> str:
+    """What a person needs to act on a failure: the golden diff block, else the evidence JSON."""
+    evidence = record.get("evidence") or {}
+    parts = []
+    if "golden_transcript" in record.get("checks", []) and isinstance(evidence.get("diffs"), list):
+        case = str(evidence.get("case", record.get("feature", "")))
+        parts.append(format_case(case, str(evidence.get("mode", "?")), evidence["diffs"]))
+    if evidence:
+        parts.append(json.dumps(evidence, indent=2, ensure_ascii=False, sort_keys=True))
+    return "\n\n".join(parts)
+
+
+def _row(record: dict[str, Any]) -> str:
+    verdict = str(record["verdict"])
+    label = verdict + (f" ({record['severity']})" if record.get("severity") else "")
+    checks = ", ".join(f"<code>{esc(c)}</code>" for c in record.get("checks", []))
+    detail = f"<div class=\"msg\">{esc(record.get('message', ''))}</div>"
+    evidence = evidence_text(record)
+    if evidence:
+        detail += f"<details><summary>evidence</summary><pre>{esc(evidence)}</pre></details>"
+    return (
+        f"<tr id=\"{anchor(record['family'], record['feature'])}\">"
+        f"<td>{esc(record['family'])}</td><td>{esc(record['feature'])}</td>"
+        f"<td class=\"v {esc(verdict)}\">{esc(label)}</td><td>{checks}</td><td>{detail}</td></tr>"
+    )
+
+
+def render_report(report: dict[str, Any], title: str = "Conformance report",
+                  preamble: str = "") -> str:
+    """The page for one report, given ``Report.to_dict()`` (or the JSON file's content)."""
+    verdicts = list(report.get("summary", {}).get("counts", {})) or [
+        "PASS", "FAIL", "UNSUPPORTED", "ERROR"]
+    families = "".join(
+        f"<tr><td>{esc(family)}</td>" + "".join(f"<td>{row.get(v, 0)}</td>" for v in verdicts)
+        + "</tr>"
+        for family, row in report.get("families", {}).items()
+    )
+    rows = "\n".join(_row(record) for record in report.get("records", []))
+    body = (
+        f"{preamble}<p class=\"summary\"><code>{esc(report['summary']['line'])}</code></p>\n"
+        "<h2>Families</h2>\n<table id=\"families\"><tr><th>family</th>"
+        + "".join(f"<th>{esc(v)}</th>" for v in verdicts) + f"</tr>{families}</table>\n"
+        "<h2>Features</h2>\n<table id=\"matrix\"><tr><th>family</th><th>feature</th>"
+        f"<th>verdict</th><th>checks</th><th>message and evidence</th></tr>\n{rows}\n</table>"
+    )
+    return page(title, body)
