@@ -154,13 +154,20 @@ def _clamp(body: Any, limits: dict[str, int]) -> None:
 
 
 def _context_exceeded(response: Any) -> bool:
+    """A 400 for a prompt over the context: OpenAI's `code`, or (Anthropic's shape has no code)
+    an `invalid_request_error` whose message says so."""
     if response.status_code != 400:
         return False
     try:
         error = response.json().get("error")
     except (ValueError, AttributeError):
         return False
-    return isinstance(error, dict) and error.get("code") == "context_length_exceeded"
+    if not isinstance(error, dict):
+        return False
+    if error.get("code") == "context_length_exceeded":
+        return True
+    message = str(error.get("message", ""))
+    return error.get("type") == "invalid_request_error" and "context size" in message
 
 
 @check(
