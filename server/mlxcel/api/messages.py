@@ -9,12 +9,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from ..chat.forcing import constrain
 from ..chat.template import render_chat_prompt
 from ..engine.request import GenerationRequest
 from ..protocol.anthropic import (
     CountTokensRequest,
     MessagesRequest,
     chat_tools,
+    forced_tool_choice,
     message_shell,
     new_message_id,
     new_tool_use_id,
@@ -54,13 +56,16 @@ async def create_message(request: Request) -> Response:
     body = parse_body(MessagesRequest, await request.body())
     model = state.require_model()
     tools = chat_tools(body)
-    prompt = render_chat_prompt(model, template_messages(body), tools=tools)
+    messages, constraints = constrain(model, template_messages(body), tools,
+                                      forced_tool_choice(body), None)
+    prompt = render_chat_prompt(model, messages, tools=tools)
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
     gen = GenerationRequest(
         prompt_tokens=tuple(prompt),
         max_tokens=body.max_tokens,
         sampling=body.sampling(state.config.defaults),
         stop=body.stop_strings(),
+        logits_processor_factories=constraints,
         request_id=new_message_id(),
     )
     handle = state.engine.submit(gen)

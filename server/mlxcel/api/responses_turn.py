@@ -6,11 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..chat.forcing import constrain
 from ..chat.template import render_chat_prompt
 from ..engine.model import LoadedModel
-from ..engine.request import GenerationRequest
+from ..engine.request import GenerationRequest, LogitsProcessorFactory
 from ..errors import InvalidRequestError
-from ..protocol.responses import ResponsesRequest, chat_tools, check_unsupported, new_id
+from ..protocol.responses import (
+    ResponsesRequest,
+    chat_tool_choice,
+    chat_tools,
+    check_unsupported,
+    new_id,
+    response_format_of,
+)
 from ..protocol.responses_input import input_messages, output_messages
 from ..responses_store import ResponsesStores, StoredResponse
 from .state import AppState
@@ -25,6 +33,8 @@ class PreparedTurn:
     tools: list[dict[str, Any]] | None
     prompt: list[int]
     opens_reasoning: bool
+    # grammar for a forced tool choice or a json_schema text.format
+    constraints: tuple[LogitsProcessorFactory, ...] = ()
 
 
 def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict[str, Any]]:
@@ -59,9 +69,11 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores)
     if not history:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input")
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
-    prompt = render_chat_prompt(model, system + history, tools=tools)
+    messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
+                                      response_format_of(body))
+    prompt = render_chat_prompt(model, messages, tools=tools)
     opens = model.decode(prompt[-4:]).endswith("<think>\n")
-    return PreparedTurn(body, history, tools, prompt, opens)
+    return PreparedTurn(body, history, tools, prompt, opens, constraints)
 
 
 def generation_request(turn: PreparedTurn, state: AppState, context: int) -> GenerationRequest:
@@ -75,6 +87,7 @@ def generation_request(turn: PreparedTurn, state: AppState, context: int) -> Gen
         max_tokens=turn.body.max_output_tokens or turn.body.max_tokens or default,
         sampling=turn.body.sampling(defaults),
         stop=turn.body.stop_strings(),
+        logits_processor_factories=turn.constraints,
         request_id=new_id("resp"),
     )
 

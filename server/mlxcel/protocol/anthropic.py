@@ -159,6 +159,16 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     return tools or None
 
 
+def forced_tool_choice(request: MessagesRequest) -> Any:
+    """Anthropic's ``any`` / ``tool`` in the chat ``tool_choice`` shape the forcing rules read."""
+    choice = request.tool_choice or {}
+    if choice.get("type") == "any":
+        return "required"
+    if choice.get("type") == "tool":
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    return None
+
+
 def new_message_id() -> str:
     return "msg_" + uuid.uuid4().hex[:24]
 

@@ -70,9 +70,10 @@ def check_unsupported(request: ResponsesRequest) -> None:
             param="truncation",
         )
     fmt = ((request.text or {}).get("format") or {}).get("type", "text")
-    if fmt != "text":
-        raise InvalidRequestError(f"text.format type {fmt!r} is not supported yet.",
-                                  param="text.format")
+    if fmt not in ("text", "json_schema"):
+        raise InvalidRequestError(
+            f"text.format type {str(fmt)[:40]!r} is not supported; use 'text' or 'json_schema'.",
+            param="text.format")
     if request.previous_response_id is not None and request.conversation is not None:
         raise InvalidRequestError(
             "previous_response_id and conversation cannot be used together.",
@@ -117,6 +118,23 @@ def _narrow(tools: list[dict[str, Any]], choice: str | dict[str, Any] | None) ->
         "tool_choice must be 'none', 'auto', 'required' or {'type': 'function', 'name': ...}.",
         param="tool_choice",
     )
+
+
+def response_format_of(request: ResponsesRequest) -> dict[str, Any] | None:
+    """``text.format`` in the chat ``response_format`` shape (Responses flattens the wrapper)."""
+    fmt = (request.text or {}).get("format") or {}
+    if fmt.get("type") != "json_schema":
+        return None
+    wrapper = {k: fmt[k] for k in ("name", "schema", "strict") if k in fmt}
+    return {"type": "json_schema", "json_schema": wrapper}
+
+
+def chat_tool_choice(request: ResponsesRequest) -> Any:
+    """Responses' ``tool_choice`` in the chat shape the forcing rules read."""
+    choice = request.tool_choice
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    return choice if choice == "required" else None
 
 
 def new_id(prefix: str) -> str:

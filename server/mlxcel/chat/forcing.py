@@ -1,0 +1,46 @@
+"""A forced tool choice or a constraining output format, for the API families that are not
+chat completions (Responses, Anthropic Messages): the same rules as chat, reached through a
+chat-style ``tool_choice``.
+
+Returns the messages with the forced-choice instruction placed (first system message, else the
+last user message, else a new leading system message) and the logits-processor factories that
+bind the output: a grammar built from the tool schemas for a forced call on a JSON-wire format,
+or the JSON schema of the requested format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.model import LoadedModel
+from ..engine.request import LogitsProcessorFactory
+from ..errors import InvalidRequestError
+from ..structured.response_format import is_constraining, response_format_factories
+from .forced_choice import forced_call_factories
+from .tool_calls import tool_format_of
+from .tool_choice import place_instruction, plan_tools
+
+
+def constrain(
+    model: LoadedModel,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    chat_tool_choice: Any,
+    response_format: dict[str, Any] | None,
+    *,
+    param: str = "tool_choice",
+) -> tuple[list[dict[str, Any]], tuple[LogitsProcessorFactory, ...]]:
+    """(messages with the instruction placed, factories) for a chat-style ``tool_choice``."""
+    forced = bool(tools) and (chat_tool_choice == "required" or isinstance(chat_tool_choice, dict))
+    if not forced:
+        return messages, response_format_factories(model, response_format)
+    if is_constraining(response_format):
+        raise InvalidRequestError(
+            "A forced tool choice cannot be combined with a constraining output format.",
+            param=param,
+        )
+    plan = plan_tools(tools, chat_tool_choice)
+    placed = place_instruction(messages, plan.instruction)
+    if not plan.tools:
+        return placed, ()
+    return placed, forced_call_factories(model, tool_format_of(model), plan.tools)
