@@ -29,6 +29,7 @@ from ..protocol.generated import ParsedOutput, parse_output
 from ..sse import sse_response
 from .generation import collect
 from .messages_stream import stream_message
+from .priority import request_priority
 from .state import app_state
 
 router = APIRouter()
@@ -68,7 +69,7 @@ async def create_message(request: Request) -> Response:
         logits_processor_factories=constraints,
         request_id=new_message_id(),
     )
-    handle = state.engine.submit(gen)
+    handle = state.engine.submit(gen, request_priority(request))
     shell = message_shell(gen.request_id, state.model_name, len(prompt))
     if body.stream:
         return sse_response(stream_message(handle, shell, model, tools, opens_reasoning,

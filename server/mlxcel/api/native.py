@@ -25,6 +25,7 @@ from ..protocol.native import (
 )
 from ..sse import data_event, sse_response
 from .generation import _watch_disconnect, stream_events
+from .priority import request_priority
 from .state import AppState, app_state
 
 router = APIRouter()
@@ -44,7 +45,10 @@ async def run_native(request: Request, state: AppState, body: NativeCompletionRe
                      gens: list[Any]) -> Response:
     """Submit every prompt and answer in llama-server's shape (array for several prompts)."""
     model = state.require_model()
-    handles = [state.engine.submit(gen) for gen in gens]
+    # The reference: streaming native /completion requests do not record in the metrics.
+    priority = request_priority(request)
+    handles = [state.engine.submit(gen, priority, count_in_metrics=not body.stream)
+               for gen in gens]
     runs = [NativeRun(index, gen) for index, gen in enumerate(gens)]
     renderer = _FinalRenderer(state, body, [model.decode(list(g.prompt_tokens)) for g in gens])
     if body.stream:

@@ -18,6 +18,7 @@ from ..protocol.responses import (
 from ..responses_store import ResponsesStores, StoredResponse, make_stores
 from ..sse import sse_response
 from .generation import collect
+from .priority import request_priority
 from .responses_compact import apply_context_management
 from .responses_stream import stream_response
 from .responses_turn import generation_request, prepare, remember
@@ -48,7 +49,7 @@ async def create_response(request: Request) -> Response:
     turn = prepare(body, model, stores)
     compacted = await apply_context_management(request, state, model, turn)
     gen = generation_request(turn, state, model.context_size)
-    handle = state.engine.submit(gen)
+    handle = state.engine.submit(gen, request_priority(request))
     skeleton = response_body(gen.request_id, body, state.model_name,
                              sampling=(gen.sampling.temperature, gen.sampling.top_p))
     if body.stream:

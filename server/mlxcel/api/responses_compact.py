@@ -37,6 +37,7 @@ from ..protocol.responses_compaction import (
 from ..protocol.responses_input import input_messages
 from ..protocol.types import Int
 from .generation import collect
+from .priority import request_priority
 from .responses_turn import PreparedTurn
 from .state import AppState, app_state
 
@@ -108,7 +109,7 @@ async def compact_history(
         sampling=SamplingParams(temperature=0.0),
         request_id=new_id("cmp"),
     )
-    done = await collect(request, state.engine.submit(gen))
+    done = await collect(request, state.engine.submit(gen, request_priority(request)))
     reasoning, content = split_reasoning(model, done.text, False)
     summary = (content or reasoning or "").strip()
     result = Compacted(kept, summary, rest[split:], before, 0, done.finished.prompt_tokens,
