@@ -74,6 +74,7 @@ class ActiveSequence:
     guard: SequenceGuard = field(default_factory=SequenceGuard)
     generated: list[int] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    solo: Any = None  # a SoloRun when the sequence decodes on the single-sequence fast path
 
     @property
     def prompt_len(self) -> int:

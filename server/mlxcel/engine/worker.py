@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlx_lm.generate import BatchGenerator
+from mlx_lm.models.cache import make_prompt_cache
 
 from ..errors import ContextLengthExceeded, InvalidRequestError, ModelLoading, ServerError
 from . import loop_detection
@@ -38,6 +39,7 @@ from .request import Finished, FinishReason, GenerationRequest, Priority, TokenD
 from .sampling import build_sampler, check_logit_bias, greedy_sampler
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
+from .solo import SoloRun
 from .stats import EngineStats, RequestMetrics
 from .stops import StopMatcher
 
@@ -81,6 +83,7 @@ class Engine:
             else None
         )
         self._by_uid: dict[int, ActiveSequence] = {}
+        self._solo: ActiveSequence | None = None
         self._batch: BatchGenerator | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
@@ -163,11 +166,14 @@ class Engine:
         while not self._stopping:
             self._reap_cancelled()
             self._admit()
-            if not self._by_uid:
+            if not self._by_uid and self._solo is None:
                 self.queue.wait(0.1)
                 continue
-            self._step()
-        for seq in list(self._by_uid.values()):
+            if self._solo is not None:
+                self._solo_step(self._solo)
+            if self._by_uid:
+                self._step()
+        for seq in self._running():
             self._finish(seq, "cancelled")
 
     def _load(self) -> bool:
@@ -200,7 +206,7 @@ class Engine:
     def _reap_cancelled(self) -> None:
         for handle in self.queue.drop_cancelled():
             handle.emit(Finished("cancelled", len(handle.request.prompt_tokens), 0))
-        for seq in list(self._by_uid.values()):
+        for seq in self._running():
             if seq.handle.cancelled:
                 self._finish(seq, "cancelled")
 
@@ -246,21 +252,46 @@ class Engine:
         builtin = build_logits_processors(request.sampling)
         processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        (seq.uid,) = self._batch.insert(
-            [list(prompt[cached:])],
-            max_tokens=[max_tokens],
-            caches=[cache] if cache is not None else None,
-            all_tokens=[list(prompt[:cached])],
-            samplers=[sampler],
-            logits_processors=[processors],
-        )
+        if self._solo is None and not self._by_uid and len(self.queue) == 0:
+            seq.solo = SoloRun(
+                model.model, list(prompt[cached:]), cache or make_prompt_cache(model.model),
+                list(prompt[:cached]), sampler, processors, max_tokens,
+                self.config.prefill_step_size,
+            )
+            self._solo = seq
+        else:
+            (seq.uid,) = self._batch.insert(
+                [list(prompt[cached:])],
+                max_tokens=[max_tokens],
+                caches=[cache] if cache is not None else None,
+                all_tokens=[list(prompt[:cached])],
+                samplers=[sampler],
+                logits_processors=[processors],
+            )
+            self._by_uid[seq.uid] = seq
         self.slots[slot] = seq
-        self._by_uid[seq.uid] = seq
         fresh = len(prompt) - cached
         self.stats.sequences_started += 1
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
+
+    def _running(self) -> list[ActiveSequence]:
+        solo = [self._solo] if self._solo is not None else []
+        return solo + list(self._by_uid.values())
+
+    def _solo_step(self, seq: ActiveSequence) -> None:
+        try:
+            response = seq.solo.next()
+        except StopIteration:
+            self._finish(seq, "length")
+            return
+        except Exception as exc:  # noqa: BLE001 - this request fails, the loop goes on
+            log.exception("generation failed for request %s", seq.handle.request.request_id)
+            self._finish(seq, "error", error=type(exc).__name__)
+            return
+        self.stats.decode_steps_processed += 1
+        self._on_token(seq, response)
 
     def _step(self) -> None:
         assert self._batch is not None
@@ -320,7 +351,12 @@ class Engine:
             self.prompt_cache is not None and request.sampling.cache_prompt is not False
             and reason != "error"
         )
-        if not removed and self._batch is not None:
+        if seq.solo is not None:
+            if cache is None and donate:
+                cache = (seq.solo.cache, seq.solo.held_tokens())
+            seq.solo.close()
+            self._solo = None
+        elif not removed and self._batch is not None:
             extracted = self._batch.remove([seq.uid], return_prompt_caches=donate)
             cache = extracted.get(seq.uid)
         if donate and cache is not None and self.prompt_cache is not None:
