@@ -3,7 +3,6 @@ Messages API. Errors on these paths are rendered in Anthropic's shape by ``handl
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -22,6 +21,7 @@ from ..protocol.anthropic import (
     new_tool_use_id,
     stop_reason,
     template_messages,
+    tool_input,
     usage_of,
 )
 from ..protocol.body import parse_body
@@ -43,13 +43,8 @@ def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, 
         blocks.append({"type": "text", "text": parsed.content})
     for call in parsed.calls:
         blocks.append({"type": "tool_use", "id": new_tool_use_id(), "name": call.name,
-                       "input": _json_object(call.arguments)})
+                       "input": tool_input(call.arguments)})
     return blocks
-
-
-def _json_object(arguments: str) -> dict[str, Any]:
-    value = json.loads(arguments) if arguments else {}
-    return value if isinstance(value, dict) else {}
 
 
 async def create_message(request: Request) -> Response:

@@ -14,7 +14,7 @@ from typing import Any
 from ..engine.handle import RequestHandle
 from ..engine.model import LoadedModel
 from ..engine.request import Finished
-from ..protocol.anthropic import new_tool_use_id, stop_reason, usage_of
+from ..protocol.anthropic import new_tool_use_id, stop_reason, tool_input, usage_of
 from ..protocol.anthropic_events import AnthropicEventEncoder, empty_block
 from ..protocol.generated import parse_output
 from ..protocol.reasoning_stream import Kind, ReasoningRouter
@@ -63,7 +63,7 @@ def _closing(blocks: _Blocks, model: LoadedModel, tools: list[dict[str, Any]] | 
     for call in calls:
         events.append(blocks.enc.open_block(
             empty_block("tool_use", id=new_tool_use_id(), name=call.name)))
-        events.append(blocks.enc.delta(json.dumps(json.loads(call.arguments or "{}"))))
+        events.append(blocks.enc.delta(json.dumps(tool_input(call.arguments))))
         events.append(blocks.enc.close_block())
     return events, bool(calls)
 

@@ -10,6 +10,7 @@ Tools without ``input_schema`` (server tools) are dropped.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, Literal
 
@@ -167,6 +168,16 @@ def forced_tool_choice(request: MessagesRequest) -> Any:
     if choice.get("type") == "tool":
         return {"type": "function", "function": {"name": choice.get("name")}}
     return None
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A call's arguments as Anthropic's ``input`` object. Arguments that are not a JSON object
+    (a call cut off by max_tokens) become ``{}``: ``input`` must always be an object."""
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def new_message_id() -> str:
