@@ -1,4 +1,4 @@
-"""Sessions: tests (the README's test command), conformance, fuzz, goldens, lint.
+"""Sessions: tests (the README's test command), conformance, fuzz, goldens, lint, docs, package.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -57,3 +57,18 @@ def goldens(session: nox.Session) -> None:
     _install(session)
     session.run("python", "-m", "mlxcel_conformance.record_goldens", "--out", "goldens")
     session.run("git", "diff", "--stat", "--", "goldens", external=True)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site into site/ with --strict: a broken link or page fails."""
+    session.install("-e", ".[docs]")
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", *session.posargs)
+
+
+@nox.session
+def package(session: nox.Session) -> None:
+    """Build wheel + sdist into dist/, install the wheel into a clean virtualenv, serve the
+    bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
