@@ -72,3 +72,11 @@ def package(session: nox.Session) -> None:
     bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
     _install(session)
     session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
+
+
+@nox.session
+def sharded(session: nox.Session) -> None:
+    """mlxcel-server under `mlx.launch -n 2 --backend ring` on loopback: greedy output equal to
+    one process, and the suite's chat checks against it (tests/test_sharded.py)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slow", "tests/test_sharded.py", *session.posargs)

@@ -14,6 +14,7 @@ from . import __version__
 from .app import create_app
 from .bundled import bundled_model_path
 from .config import GenerationDefaults, ServerConfig
+from .engine.distributed import is_follower, run_follower
 from .engine.worker import Engine, EngineConfig
 
 
@@ -83,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     config = config_from_args(args)
+    if is_follower():  # under mlx.launch, ranks other than 0 run their shard and no HTTP
+        run_follower(config.model)
+        return
     engine = Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size))
     app = create_app(config, engine)
     server = uvicorn.Server(
