@@ -163,7 +163,8 @@ class Engine:
         n_prompt = len(request.prompt_tokens)
         max_tokens = max(0, min(request.max_tokens, model.context_size - n_prompt))
         if request.sampling.seed is not None:
-            mx.random.seed(request.sampling.seed)
+            # MLX takes an unsigned 64-bit seed; OpenAI allows any int64 (negative ones too)
+            mx.random.seed(request.sampling.seed % 2**64)
         steps = generate_step(
             mx.array(request.prompt_tokens),
             model.model,
