@@ -87,7 +87,7 @@ def _header(op: int, cache_id: int = -1, inputs: mx.array | None = None) -> mx.a
     return mx.array(values, dtype=mx.int64)
 
 
-class MirroredCache(list):  # type: ignore[type-arg]
+class MirroredCache(list[Any]):
     """A prompt cache (list of per-layer caches) with the id its mirrors have on the followers."""
 
     cache_id: int = -1
@@ -145,7 +145,7 @@ def follow(model: nn.Module, group: mx.distributed.Group) -> None:
     mirrors: dict[int, list[Any]] = {}
     zeros_header = mx.zeros((_HEADER,), dtype=mx.int64)
     while True:
-        header = [int(v) for v in _broadcast(group, zeros_header).tolist()]
+        header: list[int] = _broadcast(group, zeros_header).tolist()  # type: ignore[assignment]
         op, cache_id, ndim = header[0], header[1], header[2]
         if op == OP_STOP:
             log.info("rank %d: stop", group.rank())
