@@ -31,6 +31,18 @@ def cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
+def prose(text: object) -> str:
+    """A spec description as Markdown: Python-Markdown needs a blank line before a list."""
+    out: list[str] = []
+    bullets = ("- ", "* ")
+    for line in str(text).strip().splitlines():
+        after_prose = bool(out) and out[-1].strip() and not out[-1].lstrip().startswith(bullets)
+        if line.lstrip().startswith(bullets) and after_prose:
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
 def _ref_name(ref: str) -> str:
     return ref.rsplit("/", 1)[-1]
 
@@ -108,7 +120,7 @@ class Renderer:
     def schema_section(self, name: str, schema: Schema) -> list[str]:
         lines = [f"## {name} {{ #{name} }}", ""]
         if schema.get("description"):
-            lines += [str(schema["description"]).strip(), ""]
+            lines += [prose(schema["description"]), ""]
         if "properties" not in schema:
             lines += [f"Type: {self.type_text(schema, '')}", ""]
         lines += self.object_table(schema, "")
@@ -190,7 +202,7 @@ class Renderer:
         if op.get("summary"):
             lines += [str(op["summary"]), ""]
         if op.get("description"):
-            lines += [str(op["description"]).strip(), ""]
+            lines += [prose(op["description"]), ""]
         facts = []
         if "x-mlxcel-family" in op:
             facts.append(f"suite family: `{op['x-mlxcel-family']}`")
@@ -212,7 +224,7 @@ class Renderer:
                  f"`{self.spec.get('openapi', '')}`. Rendered at build time from "
                  "`openapi/openapi.yaml` ([download](openapi.yaml)); schemas are on the "
                  "[schemas page](schemas.md).", "",
-                 str(info.get("description", "")).strip(), ""]
+                 prose(info.get("description", "")), ""]
         by_tag: dict[str, list[list[str]]] = {}
         for path, method, op, shared in self.operations():
             tag = (op.get("tags") or ["other"])[0]
