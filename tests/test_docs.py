@@ -15,7 +15,7 @@ import yaml
 from mlxcel.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["index.md", "quickstart.md", "conformance.md", "ci.md", "results.md", "api/index.md",
+PAGES = ["index.md", "quickstart.md", "testing.md", "ci.md", "results.md", "api/index.md",
          "api/schemas.md", "configuration.md", "distributed.md", "design.md"]
 
 

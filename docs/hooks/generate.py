@@ -35,4 +35,17 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         if existing is not None:
             raise ValueError(f"docs/{src_uri} is generated at build time; remove the file")
         files.append(File.generated(config, src_uri, content=content))
+    _refuse_url_clashes(files)
     return files
+
+
+def _refuse_url_clashes(files: Files) -> None:
+    """Two pages rendering to one URL (`a.md` and `a/index.md`) would silently lose one."""
+    seen: dict[str, str] = {}
+    for file in files.documentation_pages():
+        if file.dest_uri in seen:
+            raise ValueError(
+                f"docs/{file.src_uri} and docs/{seen[file.dest_uri]} both render to "
+                f"{file.dest_uri}; rename one"
+            )
+        seen[file.dest_uri] = file.src_uri

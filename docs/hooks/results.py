@@ -25,7 +25,7 @@ def render(docs_dir: Path) -> dict[str, str]:
         "# Results", "",
         "Conformance matrices and benchmark plots committed to this repository. Each matrix is "
         "a `mlxcel-conformance --report DIR` run (`conformance.md`) against one server; see "
-        "[Test your server](conformance.md#reading-the-report) for how to read it.", "",
+        "[Test your server](testing.md#reading-the-report) for how to read it.", "",
         "## Conformance matrices", "",
     ]
     if matrices:
