@@ -1,4 +1,5 @@
-"""Sessions: tests (the README's test command), conformance, fuzz, goldens, peers, lint.
+"""Sessions: tests (the README's test command), conformance, fuzz, goldens, lint, bench,
+peers, docs, package, sharded.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -76,3 +77,27 @@ def peers(session: nox.Session) -> None:
     session.install("-e", ".[dev,peers]")
     session.run("python", "-m", "mlxcel_conformance.peers", "--out", "docs/conformance",
                 *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site into site/ with --strict: a broken link or page fails."""
+    session.install("-e", ".[docs]")
+    session.env["NO_MKDOCS_2_WARNING"] = "1"  # mkdocs-material's banner, not a build warning
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", *session.posargs)
+
+
+@nox.session
+def package(session: nox.Session) -> None:
+    """Build wheel + sdist into dist/, install the wheel into a clean virtualenv, serve the
+    bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
+
+
+@nox.session
+def sharded(session: nox.Session) -> None:
+    """mlxcel-server under `mlx.launch -n 2 --backend ring` on loopback: greedy output equal to
+    one process, and the suite's chat checks against it (tests/test_sharded.py)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slow", "tests/test_sharded.py", *session.posargs)

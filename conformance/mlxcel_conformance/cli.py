@@ -14,7 +14,7 @@ import pytest
 
 VALUE_OPTIONS = frozenset({
     "--base-url", "--api-key", "--model", "--profile", "--report", "--goldens",
-    "--server-model", "--fuzz-examples",
+    "--server-model", "--fuzz-examples", "--fail-on",
 })
 
 

@@ -16,6 +16,7 @@ from .bundled import bundled_model_path
 from .chat.template import load_template_override
 from .chat.template_kwargs import parse_server_kwargs
 from .config import GenerationDefaults, ServerConfig
+from .engine.distributed import is_follower, run_follower
 from .engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from .engine.worker import Engine, EngineConfig
 from .observability import start_metrics_server
@@ -214,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     config = config_from_args(args)
+    if is_follower():  # under mlx.launch, ranks other than 0 run their shard and no HTTP
+        run_follower(config.model)
+        return
     engine = Engine(engine_config(args, config))
     app = create_app(config, engine)
     if config.metrics_port:

@@ -65,7 +65,13 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
     """Load with ``mlx_lm.load``; ``ctx_size`` 0 means the model's own maximum."""
     from mlx_lm import load
 
-    model, tokenizer, config = load(path_or_repo, return_config=True)  # type: ignore[misc]
+    from .distributed import load_sharded, sharding_group
+
+    group = sharding_group()  # under mlx.launch: this rank's shard (see engine/distributed.py)
+    if group is not None:
+        model, tokenizer, config = load_sharded(path_or_repo, group)
+    else:
+        model, tokenizer, config = load(path_or_repo, return_config=True)  # type: ignore[misc]
     native = int(config.get("max_position_embeddings") or 4096)
     context = ctx_size if ctx_size > 0 else native
     return LoadedModel(
