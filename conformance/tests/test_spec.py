@@ -53,8 +53,10 @@ for _prefix in ("/v1", ""):
         ("GET", f"{_prefix}/responses/{{response_id}}"): ("responses", _STORED),
         ("DELETE", f"{_prefix}/responses/{{response_id}}"): ("responses", _STORED),
         ("POST", f"{_prefix}/responses/{{response_id}}/cancel"): ("responses", _STORED),
-        ("POST", f"{_prefix}/messages"): ("anthropic", ("200", "400", "401", "500", "503")),
-        ("POST", f"{_prefix}/messages/count_tokens"): ("anthropic", ("200", "400", "401", "503")),
+        ("POST", f"{_prefix}/messages"): ("anthropic",
+                                          ("200", "400", "401", "413", "500", "503")),
+        ("POST", f"{_prefix}/messages/count_tokens"): ("anthropic",
+                                                       ("200", "400", "401", "413", "503")),
     })
 EXPECTED_OPERATIONS.update({
     **{  # llama-server native routes

@@ -12,6 +12,7 @@ Anthropic shape on the Anthropic routes)::
     ├── RouteNotFound                404     invalid_request_error
     ├── NotFoundError                404     invalid_request_error (a stored object)
     ├── MethodNotAllowed             405     invalid_request_error
+    ├── RequestTooLarge              413     request_too_large
     ├── ServerError                  500     server_error
     ├── NotImplementedRoute          501     not_implemented
     ├── NotSupported                 501     not_supported_error
@@ -98,6 +99,12 @@ class MethodNotAllowed(MlxcelError):
     status = 405
     type = "invalid_request_error"
     code = "method_not_allowed"
+
+
+class RequestTooLarge(MlxcelError):
+    status = 413
+    type = "request_too_large"
+    code = "request_too_large"
 
 
 class ServerError(MlxcelError):

@@ -162,6 +162,19 @@ def test_messages_malformed_json(client: SuiteClient, path: str) -> None:
     check_error_body_openai(body, status=status, expected=400)
 
 
+@pytest.mark.conformance(family="anthropic", feature="anthropic.errors.request_too_large",
+                         destructive=True)
+def test_messages_over_32_mib_is_413(client: SuiteClient, model_name: str | None) -> None:
+    # Anthropic's documented ceiling is 32 MB per request: a larger body is 413 request_too_large.
+    text = "a" * (33 * 1024 * 1024)
+    payload = with_model(model_name, {"max_tokens": 4,
+                                      "messages": [{"role": "user", "content": text}]})
+    status, body = response_of(client.post(MESSAGES_PATH, payload))
+    error = check_error_body_anthropic(body, status=status, expected=413)
+    if error.get("type") != "request_too_large":
+        fail("error_body_anthropic", f"413 with type {error.get('type')!r}", body=body)
+
+
 @pytest.mark.conformance(family="anthropic", feature="anthropic.errors.auth", destructive=True)
 def test_messages_auth(target: Target, client: SuiteClient, model_name: str | None) -> None:
     if not target.api_key:

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from ..chat.forcing import constrain
 from ..chat.template import render_chat_prompt
 from ..engine.request import GenerationRequest
+from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
     CountTokensRequest,
     MessagesRequest,
@@ -47,9 +48,25 @@ def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, 
     return blocks
 
 
+# Anthropic's documented ceiling for a Messages request body.
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+async def bounded_body(request: Request) -> bytes:
+    """The body, or 413 ``request_too_large`` past Anthropic's limit (checked on the declared
+    length first, so an oversized upload is refused before it is read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
+        raise RequestTooLarge(f"Request exceeds the maximum size of {MAX_REQUEST_BYTES} bytes.")
+    raw = await request.body()
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise RequestTooLarge(f"Request exceeds the maximum size of {MAX_REQUEST_BYTES} bytes.")
+    return raw
+
+
 async def create_message(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(MessagesRequest, await request.body())
+    body = parse_body(MessagesRequest, await bounded_body(request))
     model = state.require_model()
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
@@ -80,7 +97,7 @@ async def create_message(request: Request) -> Response:
 
 async def count_tokens(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(CountTokensRequest, await request.body())
+    body = parse_body(CountTokensRequest, await bounded_body(request))
     model = state.require_model()
     prompt = render_chat_prompt(model, template_messages(body), tools=chat_tools(body))
     return JSONResponse({"input_tokens": len(prompt)})
