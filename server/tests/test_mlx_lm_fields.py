@@ -150,3 +150,14 @@ def test_context_size_fields_validate(client: TestClient) -> None:
                repetition_context_size=4)
     assert ok.status_code == 200
     assert _chat(client, presence_context_size=-1).status_code == 400
+
+
+@pytest.mark.parametrize("mapping", [None, {"user": "Q: ", "assistant": "A: ", "stop": "\n\n"},
+                                     {"system": "S:", "user": "U:"}])
+def test_transcript_matches_mlx_lm(mapping: dict[str, str] | None) -> None:
+    """mlx-lm's own ``convert_chat`` as the oracle for the template-less prompt."""
+    from mlx_lm.server import convert_chat
+
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "bye "}]
+    assert plain_transcript(messages, mapping) == convert_chat(messages, mapping)
