@@ -225,4 +225,14 @@ CASES: tuple[GoldenCase, ...] = (
     GoldenCase("transcriptions_unconfigured", "audio", "POST", "/v1/audio/transcriptions",
                {"file": "x"}),
     GoldenCase("unconfigured", "realtime", "GET", "/v1/realtime"),
+    # mlx-lm's request fields (issue 9).
+    GoldenCase("logprobs_integer", "mlx-lm-fields", "POST", CHAT,
+               _chat("Count to five.", max_tokens=6, logprobs=3)),
+    GoldenCase("repetition_window", "mlx-lm-fields", "POST", CHAT,
+               _chat("Count to five.", max_tokens=16, repetition_penalty=2.0,
+                     repetition_context_size=200)),
+    GoldenCase("error_adapters_dotdot", "mlx-lm-fields", "POST", CHAT,
+               _chat("Say hello.", adapters="../escape")),
+    GoldenCase("error_draft_model", "mlxcel-ext", "POST", CHAT,
+               _chat("Say hello.", draft_model="any/draft-model")),
 )

@@ -6,6 +6,7 @@ Decisions recorded here:
   on a peer, routes it never offered would surface as failures instead of unsupported families.
 - `mlx-lm` claims what `mlx_lm.server` serves: chat, completions, models, health, and the OpenAI
   SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
+- `mlx-lm-fields` (mlx-lm's documented chat fields) is claimed by `mlxcel` and `mlx-lm` only.
 - `llama-server` serves /v1/responses and /v1/messages nowadays, so it claims both.
 - `audio`, `images` and `realtime` check mlxcel's documented 501 for a route without its model
   (the flag named in the message): only the `mlxcel` profile claims them.
@@ -38,6 +39,8 @@ FAMILIES: tuple[str, ...] = (
     "sdk-anthropic",
     # mlxcel's extensions (sampling fields, seeded batching, admission control): mlxcel only.
     "mlxcel-ext",
+    # mlx-lm's documented chat fields (integer logprobs, penalty windows, adapters, ...).
+    "mlx-lm-fields",
 )
 
 
@@ -70,12 +73,13 @@ PROFILES: dict[str, Profile] = {
         Profile("mlxcel", frozenset(FAMILIES), "the reference server: every family"),
         Profile(
             "mlx-lm",
-            frozenset({"chat", "completions", "models", "health", "sdk-openai"}),
+            frozenset({"chat", "completions", "models", "health", "sdk-openai", "mlx-lm-fields"}),
             "mlx_lm.server",
         ),
         Profile(
             "llama-server",
-            frozenset(FAMILIES) - {"schema", "mlxcel-ext", "audio", "images", "realtime"},
+            frozenset(FAMILIES)
+            - {"schema", "mlxcel-ext", "audio", "images", "realtime", "mlx-lm-fields"},
             "llama.cpp's llama-server",
         ),
         Profile(

@@ -14,7 +14,8 @@ def test_mlxcel_claims_everything() -> None:
 
 def test_mlx_lm() -> None:
     profile = get_profile("mlx-lm")
-    assert profile.families == {"chat", "completions", "models", "health", "sdk-openai"}
+    assert profile.families == {"chat", "completions", "models", "health", "sdk-openai",
+                                "mlx-lm-fields"}
     for family in ("tokenize", "auth", "responses", "anthropic", "llama-native", "embeddings"):
         assert not profile.claims(family)
 
@@ -24,6 +25,7 @@ def test_llama_server_serves_responses_and_messages() -> None:
     assert profile.claims("responses") and profile.claims("anthropic")
     assert profile.claims("llama-native") and profile.claims("sdk-anthropic")
     assert not profile.claims("schema")
+    assert not profile.claims("mlx-lm-fields")
 
 
 def test_openai() -> None:

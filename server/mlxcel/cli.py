@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--audio-model", default=_env("MLXCEL_AUDIO_MODEL"),
         help="Whisper/Kokoro audio model (no audio backend in this build: refused at startup) "
         "[env MLXCEL_AUDIO_MODEL]")
+    add("--adapter-dir", default=_env("MLXCEL_ADAPTER_DIR"),
+        help="directory of LoRA adapters that a request's mlx-lm `adapters` field may name; "
+        "without it such requests get 400 [env MLXCEL_ADAPTER_DIR]")
     add("--log-level", default=_env("MLXCEL_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"])
     return p
@@ -202,6 +205,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         conversation_store_max_entries=args.conversation_store_max_entries,
         conversation_store_ttl_secs=args.conversation_store_ttl_secs,
         embedding_model=args.embedding_model or None,
+        adapter_dir=args.adapter_dir or None,
         rerank_model=args.rerank_model or None,
         pooling=args.pooling,
     )

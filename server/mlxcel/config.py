@@ -53,3 +53,5 @@ class ServerConfig:
     embedding_model: str | None = None
     rerank_model: str | None = None
     pooling: str | None = None  # none | mean | cls | last; None = the checkpoint's own
+    # --adapter-dir: the only directory per-request ``adapters`` may name (None: refused).
+    adapter_dir: str | None = None

@@ -33,6 +33,7 @@ CHECK_MODULES = (
     "engine_checks",
     "llama_native",
     "embeddings",
+    "mlx_lm_fields",
 )
 
 for _module in CHECK_MODULES:

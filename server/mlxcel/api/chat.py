@@ -21,6 +21,7 @@ from ..protocol.chat_render import (
     stream_logprobs,
 )
 from ..protocol.logprobs import render_token_logprob
+from ..protocol.mlx_lm_fields import check_model_fields
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
 from .priority import request_priority
@@ -47,6 +48,7 @@ def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
 async def create_chat_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(ChatCompletionRequest, await request.body())
+    check_model_fields(body, getattr(state.config, "adapter_dir", None))
     model = state.require_model()
     template, server_kwargs = _server_chat_settings(state)
     apply_template_override(model, template)
@@ -59,7 +61,7 @@ async def create_chat_completion(request: Request) -> Response:
     parser.feed(done.text)
     parser.finish()
     _warn_if_forced_without_call(setup, bool(parser.calls))
-    logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.logprobs else None
+    logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.wants_logprobs() else None
     output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs)
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
     return JSONResponse(payload)
@@ -70,7 +72,7 @@ async def _stream(
 ) -> AsyncIterator[str]:
     encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT)
     parser = setup.new_parser()
-    want_logprobs = bool(body.logprobs)
+    want_logprobs = body.wants_logprobs()
     yield data_event(encoder.role())
     async for event in stream_events(handle):
         if isinstance(event, Finished):

@@ -20,6 +20,7 @@ from ..protocol.completions import (
     legacy_logprobs,
     to_generation_requests,
 )
+from ..protocol.mlx_lm_fields import check_model_fields
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
 from .priority import request_priority
@@ -32,6 +33,7 @@ router = APIRouter()
 async def create_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CompletionRequest, await request.body())
+    check_model_fields(body, getattr(state.config, "adapter_dir", None))
     model = state.require_model()
     gens = to_generation_requests(body, model, state.config.defaults)
     priority = request_priority(request)

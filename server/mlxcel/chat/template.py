@@ -48,10 +48,12 @@ def render_chat(
     *,
     tools: list[dict[str, Any]] | None = None,
     template_kwargs: dict[str, Any] | None = None,
+    role_mapping: dict[str, str] | None = None,
 ) -> RenderedPrompt:
-    """The prompt text and ids for ``messages`` ending in an open assistant turn."""
+    """The prompt text and ids for ``messages`` ending in an open assistant turn;
+    ``role_mapping`` (mlx-lm's) only matters for a model without a chat template."""
     if model.chat_template is None:
-        text = _plain_transcript(messages)
+        text = plain_transcript(messages, role_mapping)
         return RenderedPrompt(text, model.encode(text))
     kwargs = dict(template_kwargs or {})
     for reserved in ("messages", "tools", "add_generation_prompt", "tokenize",
@@ -87,7 +89,25 @@ def render_chat_prompt(
     return render_chat(model, messages, tools=tools, template_kwargs=template_kwargs).tokens
 
 
-def _plain_transcript(messages: list[dict[str, Any]]) -> str:
-    """mlx-lm's fallback for models without a template: role-prefixed lines."""
-    lines = [f"{m['role'].upper()}: {m.get('content') or ''}" for m in messages]
-    return "\n".join(lines) + "\nASSISTANT:"
+# mlx-lm's default prefixes (its table also carries a "system_prompt" text it never renders).
+DEFAULT_ROLE_MAPPING: dict[str, str] = {
+    "system": "ASSISTANT's RULE: ",
+    "user": "USER: ",
+    "assistant": "ASSISTANT: ",
+    "stop": "\n",
+}
+
+
+def plain_transcript(
+    messages: list[dict[str, Any]], role_mapping: dict[str, str] | None = None
+) -> str:
+    """mlx-lm's prompt for a model without a template: each message as role prefix, content
+    and the ``stop`` text, then the assistant prefix, trailing whitespace stripped. A request's
+    ``role_mapping`` replaces the defaults as a whole (mlx-lm's semantics); a role missing
+    from it gets no prefix."""
+    mapping = role_mapping or DEFAULT_ROLE_MAPPING
+    stop = mapping.get("stop", "")
+    text = "".join(
+        f"{mapping.get(m['role'], '')}{m.get('content') or ''}{stop}" for m in messages
+    )
+    return (text + mapping.get("assistant", "")).rstrip()

@@ -91,7 +91,9 @@ def build_logits_processors(params: SamplingParams) -> list[LogitsProcessor]:
         repetition_penalty=repetition if repetition and repetition != 1.0 else None,
         repetition_context_size=params.repetition_context_size,
         presence_penalty=params.presence_penalty or None,
+        presence_context_size=params.presence_context_size,
         frequency_penalty=params.frequency_penalty or None,
+        frequency_context_size=params.frequency_context_size,
     )
     if params.dry_multiplier > 0.0:
         processors.append(DryPenalty(params))

@@ -49,6 +49,9 @@ class SamplingParams:
     repetition_context_size: int = 20
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
+    # mlx-lm's windows (tokens of history) for the presence and frequency penalties.
+    presence_context_size: int = 20
+    frequency_context_size: int = 20
     logit_bias: dict[int, float] | None = None
     p_less: bool = False
     dry_multiplier: float = 0.0

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..chat.forced_choice import forced_call_factories
 from ..chat.reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
@@ -50,12 +50,32 @@ class ChatMessage(BaseModel):
 class ChatCompletionRequest(OpenAISamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: Int | None = Field(default=None, ge=1)
-    logprobs: bool | None = None
+    # OpenAI's boolean (with top_logprobs) or mlx-lm's integer: that many top tokens, 1..10.
+    logprobs: bool | Int | None = None
     top_logprobs: Int | None = Field(default=None, ge=0, le=20)
+    # mlx-lm's prompt prefixes for a model without a chat template.
+    role_mapping: dict[str, str] | None = None
     tools: Any = None
     tool_choice: Any = None
     response_format: dict[str, Any] | None = None
     chat_template_kwargs: Any = None
+
+    @field_validator("logprobs")
+    @classmethod
+    def _logprobs_range(cls, value: bool | int | None) -> bool | int | None:
+        if not isinstance(value, bool) and isinstance(value, int) and not 1 <= value <= 10:
+            raise ValueError("logprobs as an integer (top tokens) must be between 1 and 10")
+        return value
+
+    def wants_logprobs(self) -> bool:
+        return bool(self.logprobs)
+
+    def top_logprobs_count(self) -> int:
+        """mlx-lm's integer ``logprobs`` is the count itself (``top_logprobs`` then ignored);
+        OpenAI's ``logprobs: true`` takes ``top_logprobs`` (default 0)."""
+        if isinstance(self.logprobs, bool) or self.logprobs is None:
+            return (self.top_logprobs or 0) if self.logprobs else 0
+        return self.logprobs
 
 
 def _flatten_content(index: int, message: ChatMessage) -> str | None:
@@ -159,7 +179,8 @@ def to_chat_setup(
         template_messages(request), markers, bool(kwargs.get("preserve_thinking"))
     )
     messages = place_instruction(messages, plan.instruction)
-    prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs)
+    prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
+                         role_mapping=request.role_mapping)
     limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
     sampling = request.sampling(defaults)
     generation = GenerationRequest(
@@ -167,8 +188,8 @@ def to_chat_setup(
         max_tokens=limit,
         sampling=sampling,
         stop=request.stop_strings(),
-        logprobs=bool(request.logprobs),
-        top_logprobs=(request.top_logprobs or 0) if request.logprobs else 0,
+        logprobs=request.wants_logprobs(),
+        top_logprobs=request.top_logprobs_count(),
         ignore_eos=bool(request.ignore_eos),
         logits_processor_factories=factories,
         request_id=new_id("chatcmpl-"),

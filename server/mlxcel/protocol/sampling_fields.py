@@ -38,6 +38,13 @@ class OpenAISamplingFields(BaseModel):
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     repetition_penalty: float | None = Field(default=None, gt=0.0)
     repetition_context_size: Int | None = Field(default=None, ge=0)
+    # mlx-lm's penalty windows (its default 20 when omitted).
+    presence_context_size: Int | None = Field(default=None, ge=0)
+    frequency_context_size: Int | None = Field(default=None, ge=0)
+    # mlx-lm's model-selection fields, checked in ``mlx_lm_fields.check_model_fields``.
+    adapters: str | None = None
+    draft_model: str | None = None
+    num_draft_tokens: Int | None = Field(default=None, ge=0)
     logit_bias: dict[str, float] | None = None
     user: str | None = None
     ignore_eos: bool | None = None
@@ -84,6 +91,8 @@ class OpenAISamplingFields(BaseModel):
             repetition_penalty=_pick(self.repetition_penalty, defaults.repeat_penalty),
             repetition_context_size=_pick(self.repetition_context_size, defaults.repeat_last_n),
             presence_penalty=_pick(self.presence_penalty, defaults.presence_penalty),
+            presence_context_size=_pick(self.presence_context_size, MLX_LM_CONTEXT_SIZE),
+            frequency_context_size=_pick(self.frequency_context_size, MLX_LM_CONTEXT_SIZE),
             frequency_penalty=_pick(self.frequency_penalty, defaults.frequency_penalty),
             logit_bias=self._logit_bias(),
             p_less=bool(self.p_less),
@@ -134,6 +143,9 @@ class OpenAISamplingFields(BaseModel):
 
 
 T = TypeVar("T", int, float)
+
+# mlx-lm's default window for the presence and frequency penalties.
+MLX_LM_CONTEXT_SIZE = 20
 
 SEED_SPACE = 2**64
 

@@ -1,0 +1,61 @@
+"""mlx-lm's per-request model-selection fields: ``adapters`` (a LoRA adapter directory, only
+inside the operator's ``--adapter-dir`` allowlist) and ``draft_model`` / ``num_draft_tokens``
+(speculative decoding).
+
+Neither is served per request yet: an allowed, existing adapter directory and a non-null
+``draft_model`` answer the documented 501 ``not_supported_error`` rather than generating
+without them. Everything that is the request's fault (no allowlist configured, a path that
+escapes it, a missing directory) is a 400 ``invalid_request_error`` first.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import InvalidRequestError, NotSupported
+from .sampling_fields import OpenAISamplingFields
+
+ADAPTER_FLAG = "--adapter-dir (env MLXCEL_ADAPTER_DIR)"
+
+
+def resolve_adapter(value: str, adapter_dir: str | None) -> Path:
+    """The real directory ``value`` names inside ``adapter_dir``; 400 on any escape.
+
+    ``value`` is relative to the allowlist (an absolute path must lie inside it). A ``..``
+    component is refused outright; the real path (symlinks followed) must stay inside the
+    allowlist's real path, so a symlink pointing outside is refused too.
+    """
+    if adapter_dir is None:
+        raise InvalidRequestError(
+            f"Per-request adapters are disabled: start the server with {ADAPTER_FLAG} "
+            "to allow adapter directories under it.", param="adapters")
+    if not value or "\x00" in value:
+        raise InvalidRequestError("adapters must name an adapter directory.", param="adapters")
+    if ".." in Path(value).parts or ".." in value.replace("\\", "/").split("/"):
+        raise InvalidRequestError("adapters must not contain '..'.", param="adapters")
+    root = Path(os.path.realpath(adapter_dir))
+    real = Path(os.path.realpath(Path(adapter_dir) / value))
+    if real != root and root not in real.parents:
+        raise InvalidRequestError(
+            "adapters must name a directory inside the server's adapter directory.",
+            param="adapters")
+    if not real.is_dir():
+        raise InvalidRequestError(
+            f"No adapter directory {value!r} under the server's adapter directory.",
+            param="adapters")
+    return real
+
+
+def check_model_fields(request: OpenAISamplingFields, adapter_dir: str | None) -> None:
+    """Refuse what this server cannot honour; ``draft_model: null`` and ``num_draft_tokens``
+    alone are accepted and change nothing (no draft model is loaded)."""
+    if request.adapters is not None:
+        resolve_adapter(request.adapters, adapter_dir)
+        raise NotSupported(
+            "Per-request LoRA adapters are not served yet: the adapter directory is allowed, "
+            "but this server cannot apply it to a generation.", param="adapters")
+    if request.draft_model is not None:
+        raise NotSupported(
+            "Per-request draft models (speculative decoding) are not served yet.",
+            param="draft_model")
