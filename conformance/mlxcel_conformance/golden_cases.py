@@ -229,8 +229,10 @@ CASES: tuple[GoldenCase, ...] = (
     GoldenCase("logprobs_integer", "mlx-lm-fields", "POST", CHAT,
                _chat("Count to five.", max_tokens=6, logprobs=3)),
     GoldenCase("repetition_window", "mlx-lm-fields", "POST", CHAT,
+               # cache_prompt false: a prompt-cache hit is a split prefill whose last-bit
+               # differences can flip this near-tie (the reference's "reproducible greedy")
                _chat("Count to five.", max_tokens=16, repetition_penalty=2.0,
-                     repetition_context_size=200)),
+                     repetition_context_size=200, cache_prompt=False)),
     GoldenCase("error_adapters_dotdot", "mlx-lm-fields", "POST", CHAT,
                _chat("Say hello.", adapters="../escape")),
     GoldenCase("error_draft_model", "mlxcel-ext", "POST", CHAT,
