@@ -111,6 +111,10 @@ def display_command(started: PeerProcess, workdir: Path) -> str:
     for word in started.command:
         word = word.replace(str(workdir), "<workdir>").replace(str(started.peer.model_dir),
                                                                f"<{started.peer.model_dir.name}>")
+        # other fixtures (the encoders) as paths relative to the fixtures folder
+        fixtures = started.peer.model_dir.parent
+        if word.startswith(str(fixtures) + "/"):
+            word = f"<{word[len(str(fixtures)) + 1:]}>"
         words.append("python" if word == sys.executable else
                      "PORT" if word == str(started.port) else word)
     return " ".join(words)
