@@ -146,7 +146,9 @@ class ChatSetup:
 
 
 def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> dict[str, Any]:
-    own = request_kwargs(request.chat_template_kwargs, request.model_extra or {})
+    # extra_body is a declared field (cache_prompt reads it too), so it is not in model_extra.
+    extra = {**(request.model_extra or {}), "extra_body": request.extra_body}
+    own = request_kwargs(request.chat_template_kwargs, extra)
     return merged_kwargs(server, own)
 
 
