@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +62,24 @@ def _bundled_encoder_args() -> list[str]:
         return []
 
 
+def wait_healthy(base_url: str, process: subprocess.Popen[bytes], timeout: float, name: str,
+                 log_tail: Callable[[], str], poll_s: float = 0.2) -> bool:
+    """Poll ``GET /health`` until it answers 200 (True) or ``timeout`` passes (False); a process
+    that exits first is a ``SetupError`` carrying its log tail (fail fast)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code is not None:
+            raise SetupError(f"{name} exited with code {code}:\n{log_tail()}")
+        try:
+            if httpx.get(f"{base_url}/health", timeout=2.0).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(poll_s)
+    return False
+
+
 @dataclass
 class ReferenceServer:
     """``mlxcel-server`` in a subprocess on a free port."""
@@ -105,20 +123,14 @@ class ReferenceServer:
 
     def _wait_healthy(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            code = self.process.poll()
-            if code is not None:
-                tail = self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
-                raise SetupError(f"reference server exited with code {code}:\n{tail}")
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise SetupError(f"reference server not healthy within {self.startup_timeout:.0f} s")
+
+        def tail() -> str:
+            return self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
+
+        if not wait_healthy(self.base_url, self.process, self.startup_timeout,
+                            "reference server", tail):
+            self.stop()
+            raise SetupError(f"reference server not healthy within {self.startup_timeout:.0f} s")
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

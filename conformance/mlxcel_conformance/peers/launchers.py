@@ -12,15 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 from ..errors import SetupError
-from ..target import ReferenceServer, free_port
+from ..target import ReferenceServer, free_port, wait_healthy
 
 PEER_API_KEY = "mlxcel-peers-key"
 
@@ -155,19 +152,12 @@ class PeerProcess:
         return self
 
     def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + self.peer.startup_timeout
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise SetupError(f"{self.peer.name} exited with code {self.exit_code()}:\n"
-                                 + self.log_tail())
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise SetupError(f"{self.peer.name} not healthy within {self.peer.startup_timeout:.0f} s")
+        assert self.process is not None
+        if not wait_healthy(self.base_url, self.process, self.peer.startup_timeout,
+                            self.peer.name, self.log_tail, poll_s=0.3):
+            self.stop()
+            raise SetupError(
+                f"{self.peer.name} not healthy within {self.peer.startup_timeout:.0f} s")
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
