@@ -70,7 +70,7 @@ async def create_message(request: Request) -> Response:
     model = state.require_model()
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
-                                      forced_tool_choice(body), None)
+                                      forced_tool_choice(body), None, body.max_tokens)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
     gen = GenerationRequest(

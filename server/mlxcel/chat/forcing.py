@@ -41,6 +41,7 @@ def constrain(
     tools: list[dict[str, Any]] | None,
     chat_tool_choice: Any,
     response_format: dict[str, Any] | None,
+    max_tokens: int,
     *,
     param: str = "tool_choice",
 ) -> tuple[list[dict[str, Any]], tuple[LogitsProcessorFactory, ...]]:
@@ -56,4 +57,5 @@ def constrain(
     placed = place_instruction(messages, plan.instruction)
     if not plan.tools:
         return placed, ()
-    return placed, forced_call_factories(model, tool_format_of(model), plan.tools)
+    return placed, forced_call_factories(model, tool_format_of(model), plan.tools,
+                                         max_tokens)
