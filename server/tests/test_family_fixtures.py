@@ -36,7 +36,7 @@ def test_format_detected(family: tuple[str, LoadedModel]) -> None:
 def test_greedy_tool_call_parses(family: tuple[str, LoadedModel]) -> None:
     _, model = family
     prompt = render_chat(model, ASK, tools=[WEATHER])
-    text = greedy(model, prompt.tokens, ())
+    text = greedy(model, prompt.tokens, (), limit=96)
     content, calls = extract_tool_calls(model, text, [WEATHER])
     assert content == ""
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather",
