@@ -65,6 +65,14 @@ def test_nested_arrays_and_objects_are_closed() -> None:
     assert string_cap({"type": "string"}, 1) == MIN_STRING_CHARS
 
 
+def test_referenced_definitions_are_bounded() -> None:
+    params = {"type": "object", "properties": {"place": {"$ref": "#/$defs/place"}},
+              "$defs": {"place": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+    place = bounded_parameters(params, 64)["$defs"]["place"]
+    assert place["additionalProperties"] is False
+    assert place["properties"]["name"]["maxLength"] >= MIN_STRING_CHARS
+
+
 def test_bounded_tools_copies() -> None:
     tools = [WEATHER]
     out = bounded_tools(tools, 64)

@@ -58,8 +58,12 @@ def _walk(schema: Any, visit: Any) -> None:
         _walk(schema["items"], visit)
     if isinstance(schema.get("additionalProperties"), dict):
         _walk(schema["additionalProperties"], visit)
-    for key in _BRANCH_KEYS:
+    for key in (*_BRANCH_KEYS, "prefixItems"):
         for sub in schema.get(key) or []:
+            _walk(sub, visit)
+    # Referenced definitions are bounded too (their share is not counted per reference).
+    for key in ("$defs", "definitions"):
+        for sub in (schema.get(key) or {}).values():
             _walk(sub, visit)
 
 
