@@ -20,6 +20,7 @@ from ..chat.stream_filter import ChatOutputParser
 from ..chat.template import render_chat
 from ..chat.template_kwargs import merged_kwargs, request_kwargs
 from ..chat.thinking import apply_rolling_checkpoint
+from ..chat.thinking_budget import budget_factory
 from ..chat.tool_calls import tool_format_of
 from ..chat.tool_choice import ToolPlan, place_instruction, plan_tools
 from ..chat.tool_formats.base import ToolFormat
@@ -185,6 +186,10 @@ def to_chat_setup(
                          role_mapping=request.role_mapping)
     limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
     sampling = request.sampling(defaults)
+    opens = prompt_opens_reasoning(prompt.text, markers)
+    budget = budget_factory(model, request.thinking_budget(), opens, markers)
+    if budget is not None:
+        factories = (budget, *factories)
     generation = GenerationRequest(
         prompt_tokens=tuple(prompt.tokens),
         max_tokens=limit,
@@ -196,8 +201,7 @@ def to_chat_setup(
         logits_processor_factories=factories,
         request_id=new_id("chatcmpl-"),
     )
-    return ChatSetup(generation, fmt, plan.tools, markers,
-                     prompt_opens_reasoning(prompt.text, markers), plan.required)
+    return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
 
 
 def to_generation_request(

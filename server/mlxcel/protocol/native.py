@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..chat.thinking_budget import ALIASES as BUDGET_ALIASES
+from ..chat.thinking_budget import raw_prompt_factories, requested_budget
 from ..config import GenerationDefaults
 from ..engine.dry import DEFAULT_BREAKERS, DryParams, breaker_token_ids, make_dry_processor
 from ..engine.model import LoadedModel
@@ -67,6 +69,11 @@ class NativeCompletionRequest(BaseModel):
     response_format: dict[str, Any] | None = None
     json_schema: Any = None
     grammar: str | None = None
+    p_less: bool | None = None
+    # The thinking budget's three aliases (chat/thinking_budget.py); -1 = unlimited.
+    thinking_budget_tokens: Int | None = None
+    reasoning_budget_tokens: Int | None = None
+    reasoning_budget: Int | None = None
 
 
 # -- translation --------------------------------------------------------------------------
@@ -192,6 +199,7 @@ def native_sampling(request: NativeCompletionRequest, model: LoadedModel,
         presence_penalty=_pick(request.presence_penalty, defaults.presence_penalty),
         frequency_penalty=_pick(request.frequency_penalty, defaults.frequency_penalty),
         logit_bias=native_logit_bias(request, model),
+        p_less=bool(request.p_less),
     )
 
 
@@ -241,6 +249,7 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
     prompts = native_prompts(request, model) if prompts is None else prompts
     stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
     dry = _dry_factory(request, model)
+    budget = requested_budget({name: getattr(request, name) for name in BUDGET_ALIASES})
     request_id = new_id("cmpl-")
     return [
         GenerationRequest(
@@ -249,7 +258,8 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
             sampling=native_sampling(request, model, defaults),
             stop=stop,
             ignore_eos=bool(request.ignore_eos),
-            logits_processor_factories=(dry,) if dry else (),
+            logits_processor_factories=(raw_prompt_factories(model, budget, tokens)
+                                        + ((dry,) if dry else ())),
             request_id=request_id,
         )
         for tokens in prompts
