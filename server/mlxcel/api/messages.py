@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..chat.forcing import constrain
+from ..chat.forcing import constrain, instructed_messages
 from ..chat.template import render_chat_prompt
 from ..engine.request import GenerationRequest
 from ..errors import RequestTooLarge
@@ -70,7 +70,7 @@ async def create_message(request: Request) -> Response:
     model = state.require_model()
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
-                                      forced_tool_choice(body), None)
+                                      forced_tool_choice(body), None, body.max_tokens)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
     gen = GenerationRequest(
@@ -99,7 +99,10 @@ async def count_tokens(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CountTokensRequest, await bounded_body(request))
     model = state.require_model()
-    prompt = render_chat_prompt(model, template_messages(body), tools=chat_tools(body))
+    tools = chat_tools(body)
+    # The forced-choice instruction /v1/messages would add is part of the real prompt.
+    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
+    prompt = render_chat_prompt(model, messages, tools=tools)
     return JSONResponse({"input_tokens": len(prompt)})
 
 

@@ -160,7 +160,7 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     return tools or None
 
 
-def forced_tool_choice(request: MessagesRequest) -> Any:
+def forced_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:
     """Anthropic's ``any`` / ``tool`` in the chat ``tool_choice`` shape the forcing rules read."""
     choice = request.tool_choice or {}
     if choice.get("type") == "any":
