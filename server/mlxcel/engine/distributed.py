@@ -68,11 +68,8 @@ def is_follower() -> bool:
 def sharded_engine_config(config: EngineConfig) -> EngineConfig:
     """The engine's settings under sharding: one request at a time on the single-sequence path,
     no prompt cache (the followers mirror model calls, not cache edits made between them)."""
-    if config.parallel != 1:
-        log.warning("sharded serving runs one request at a time: --parallel %d ignored",
-                    config.parallel)
-    if config.cache_prompt:
-        log.info("sharded serving: the prompt cache is off")
+    log.info("sharded serving: one request at a time (not %d), prompt cache off",
+             config.parallel)
     # the queue keeps the capacity asked for: requests wait their turn rather than get 503
     queue = config.max_queue or 4 * max(config.parallel, 1)
     return dataclasses.replace(
