@@ -18,7 +18,7 @@ def test_a_single_process_is_not_sharded() -> None:
 
 def test_header_carries_op_cache_shape_and_dtype() -> None:
     inputs = mx.array([[1, 2, 3]], dtype=mx.uint32)
-    header = distributed._header(distributed.OP_CALL, 7, inputs).tolist()
+    header: list[int] = distributed._header(distributed.OP_CALL, 7, inputs).tolist()  # type: ignore[assignment]
     assert header[:5] == [distributed.OP_CALL, 7, 2, 1, 3]
     assert distributed._DTYPES[header[-1]] == mx.uint32
     assert len(header) == distributed._HEADER
