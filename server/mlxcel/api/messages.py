@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..chat.forcing import constrain, instructed_messages
 from ..chat.template import render_chat_prompt
+from ..chat.thinking_budget import budget_factory
 from ..engine.request import GenerationRequest
 from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
@@ -73,6 +74,9 @@ async def create_message(request: Request) -> Response:
                                       forced_tool_choice(body), None, body.max_tokens)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
+    budget = budget_factory(model, body.thinking_budget(), opens_reasoning)
+    if budget is not None:
+        constraints = (budget, *constraints)
     gen = GenerationRequest(
         prompt_tokens=tuple(prompt),
         max_tokens=body.max_tokens,

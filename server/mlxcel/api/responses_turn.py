@@ -8,6 +8,7 @@ from typing import Any
 
 from ..chat.forcing import constrain
 from ..chat.template import render_chat_prompt
+from ..chat.thinking_budget import budget_factory
 from ..engine.model import LoadedModel
 from ..engine.request import GenerationRequest, LogitsProcessorFactory
 from ..errors import InvalidRequestError
@@ -75,6 +76,9 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
                                       response_format_of(body), budget)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens = model.decode(prompt[-4:]).endswith("<think>\n")
+    budget = budget_factory(model, body.thinking_budget(), opens)
+    if budget is not None:
+        constraints = (budget, *constraints)
     return PreparedTurn(body, history, tools, prompt, opens, constraints)
 
 

@@ -20,6 +20,7 @@ from ..chat.stream_filter import ChatOutputParser
 from ..chat.template import render_chat
 from ..chat.template_kwargs import merged_kwargs, request_kwargs
 from ..chat.thinking import apply_rolling_checkpoint
+from ..chat.thinking_budget import budget_factory
 from ..chat.tool_calls import tool_format_of
 from ..chat.tool_choice import ToolPlan, place_instruction, plan_tools
 from ..chat.tool_formats.base import ToolFormat
@@ -186,6 +187,10 @@ def to_chat_setup(
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
                          role_mapping=request.role_mapping)
     sampling = request.sampling(defaults)
+    opens = prompt_opens_reasoning(prompt.text, markers)
+    budget = budget_factory(model, request.thinking_budget(), opens, markers)
+    if budget is not None:
+        factories = (budget, *factories)
     generation = GenerationRequest(
         prompt_tokens=tuple(prompt.tokens),
         max_tokens=limit,
@@ -197,8 +202,7 @@ def to_chat_setup(
         logits_processor_factories=factories,
         request_id=new_id("chatcmpl-"),
     )
-    return ChatSetup(generation, fmt, plan.tools, markers,
-                     prompt_opens_reasoning(prompt.text, markers), plan.required)
+    return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
 
 
 def to_generation_request(
