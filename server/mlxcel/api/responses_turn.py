@@ -71,9 +71,9 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
     if not history:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input")
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
-    budget = body.max_output_tokens or body.max_tokens or default_max_tokens
+    max_tokens = body.max_output_tokens or body.max_tokens or default_max_tokens
     messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
-                                      response_format_of(body), budget)
+                                      response_format_of(body), max_tokens)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens = model.decode(prompt[-4:]).endswith("<think>\n")
     budget = budget_factory(model, body.thinking_budget(), opens)
