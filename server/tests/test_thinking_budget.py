@@ -125,3 +125,19 @@ def test_anthropic_budget_tokens_is_the_thinking_budget(client: TestClient) -> N
     bad = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
                                                                   "budget_tokens": -5}})
     assert bad.status_code == 400 and bad.json()["type"] == "error"
+
+
+def test_anthropic_budget_tokens_takes_an_integral_float() -> None:
+    """5.0 is an integer to JSON Schema (the spec's ``type: integer``); -1 and 2.5 are 400s."""
+    from mlxcel.errors import InvalidRequestError
+    from mlxcel.protocol.anthropic import MessagesRequest
+
+    def budget(value: Any) -> int | None:
+        return MessagesRequest.model_validate({
+            "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+            "thinking": {"type": "enabled", "budget_tokens": value}}).thinking_budget()
+
+    assert budget(5.0) == 5 and budget(7) == 7
+    for bad in (-1, 2.5, True):
+        with pytest.raises(InvalidRequestError):
+            budget(bad)
