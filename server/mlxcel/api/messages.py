@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..chat.forcing import constrain
-from ..chat.template import render_chat_prompt
+from ..chat.template import render_chat, render_chat_prompt
 from ..engine.request import GenerationRequest
 from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
@@ -71,7 +71,8 @@ async def create_message(request: Request) -> Response:
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
                                       forced_tool_choice(body), None)
-    prompt = render_chat_prompt(model, messages, tools=tools)
+    rendered = render_chat(model, messages, tools=tools)
+    prompt = rendered.tokens
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
     gen = GenerationRequest(
         prompt_tokens=tuple(prompt),
@@ -80,6 +81,7 @@ async def create_message(request: Request) -> Response:
         stop=body.stop_strings(),
         logits_processor_factories=constraints,
         request_id=new_message_id(),
+        vision=rendered.vision,
     )
     handle = state.engine.submit(gen, request_priority(request))
     shell = message_shell(gen.request_id, state.model_name, len(prompt))
