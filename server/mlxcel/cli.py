@@ -24,6 +24,7 @@ from .media.policy import (
     DEFAULT_FETCH_TIMEOUT_S,
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_PIXELS,
+    DEFAULT_VIDEO_MAX_FRAMES,
     MediaPolicy,
     policy_from_settings,
 )
@@ -138,6 +139,8 @@ def add_media_flags(p: argparse.ArgumentParser) -> None:
         help="seconds one image may take to decode (400 image_decode_timeout beyond)")
     add("--media-fetch-timeout", type=float, default=DEFAULT_FETCH_TIMEOUT_S,
         help="seconds an http(s) image may take to download (400 media_fetch_timeout beyond)")
+    add("--video-max-frames", type=int, default=DEFAULT_VIDEO_MAX_FRAMES,
+        help="most frames sampled from one video_url (local videos: MLXCEL_VIDEO_DIR_ALLOWLIST)")
 
 
 def media_policy(args: argparse.Namespace) -> MediaPolicy:
@@ -146,6 +149,7 @@ def media_policy(args: argparse.Namespace) -> MediaPolicy:
         max_pixels=max(1, args.media_max_pixels),
         decode_timeout_s=max(0.001, args.media_decode_timeout),
         fetch_timeout_s=max(0.001, args.media_fetch_timeout),
+        video_max_frames=max(2, args.video_max_frames),
     )
 
 

@@ -134,3 +134,19 @@ def test_decode_bounds() -> None:
     assert slow.value.code == "image_decode_timeout"
     with pytest.raises(InvalidRequestError, match="not a decodable image"):
         decode_image(b"GIF89a", MediaPolicy(), "p")
+
+
+def test_inline_videos_go_to_private_create_new_files(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from mlxcel.media.video import video_file
+
+    with video_file("data:video/mp4;base64,aGk=", MediaPolicy(), "p") as path:
+        assert path.read_bytes() == b"hi"
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    assert not path.exists() and not path.parent.exists()
+    with pytest.raises(InvalidRequestError, match="no allowed directory"):
+        with video_file(str(tmp_path / "clip.mp4"), MediaPolicy(), "p"):
+            pass

@@ -181,26 +181,58 @@ def test_private_remote_urls_are_refused(client: TestClient) -> None:
     assert "non-public address" in error["message"]
 
 
-def video_or_audio(client: TestClient, parts: list[dict[str, Any]]) -> Any:
+def write_clip(path: Path, seed: int, frames: int = 8) -> bytes:
+    import cv2
+
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 4.0, (56, 56))
+    rng = np.random.default_rng(seed)
+    for _ in range(frames):
+        writer.write(rng.integers(0, 256, (56, 56, 3), dtype=np.uint8))
+    writer.release()
+    return path.read_bytes()
+
+
+def video_chat(client: TestClient, parts: list[dict[str, Any]], max_tokens: int = 8) -> Any:
     return client.post("/v1/chat/completions", json={
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, *parts]}],
-        "max_tokens": 4})
+        "messages": [{"role": "user", "content": [*parts, {"type": "text", "text": "What?"}]}],
+        "max_tokens": max_tokens, "temperature": 0})
 
 
-VIDEO_OUTSIDE = {"type": "video_url", "video_url": {"url": "/etc/hostname"}}
+def video(url: str, fps: float | None = None) -> dict[str, Any]:
+    return {"type": "video_url", "video_url": {"url": url, **({"fps": fps} if fps else {})}}
+
+
+VIDEO_OUTSIDE = video("/etc/hostname")
 AUDIO = {"type": "input_audio", "input_audio": {"data": "data:audio/wav;base64,UklGRg==",
                                                 "format": "wav"}}
 
 
-def test_video_and_audio_answer_documented_400s(client: TestClient, media: Path) -> None:
-    combined = error_of(video_or_audio(client, [VIDEO_OUTSIDE, AUDIO]), 400)
+def test_video_frames_reach_the_model(client: TestClient, media: Path) -> None:
+    clip = write_clip(media / "clip.avi", 1)
+    write_clip(media / "other.avi", 2)
+    local = answer(video_chat(client, [video(str(media / "clip.avi"))]))
+    other = answer(video_chat(client, [video(f"file://{media / 'other.avi'}")]))
+    inline = answer(video_chat(client, [video("data:video/x-msvideo;base64,"
+                                              + base64.b64encode(clip).decode())]))
+    assert local != other
+    assert inline == local  # the data URI is written to a private file and decoded alike
+    usage = video_chat(client, [video(str(media / "clip.avi"), fps=1.0)]).json()["usage"]
+    assert usage["prompt_tokens"] > 0
+
+
+def test_video_and_audio_errors(client: TestClient, media: Path) -> None:
+    combined = error_of(video_chat(client, [VIDEO_OUTSIDE, AUDIO]), 400)
     assert combined["message"] == "Combined video and audio inputs are not supported"
-    outside = error_of(video_or_audio(client, [VIDEO_OUTSIDE]), 400)
+    outside = error_of(video_chat(client, [VIDEO_OUTSIDE]), 400)
     assert "outside the server's allowed directories" in outside["message"]
-    inside = {"type": "video_url", "video_url": {"url": str(media / "one.png")}}
-    assert "video input is not supported" in error_of(
-        video_or_audio(client, [inside]), 400)["message"]
-    assert "no audio input path" in error_of(video_or_audio(client, [AUDIO]), 400)["message"]
+    escape = error_of(video_chat(client, [video(f"{media}/../secret.png")]), 400)
+    assert "outside the server's allowed directories" in escape["message"]
+    not_video = error_of(video_chat(client, [video(str(media / "one.png"))]), 400)
+    assert "not a decodable video" in not_video["message"]
+    mixed = [video(str(media / "one.png")),
+             {"type": "image_url", "image_url": {"url": data_uri(png_bytes(1))}}]
+    assert "images and a video" in error_of(video_chat(client, mixed), 400)["message"]
+    assert "no audio input path" in error_of(video_chat(client, [AUDIO]), 400)["message"]
 
 
 def test_text_requests_still_work_after_errors(client: TestClient) -> None:

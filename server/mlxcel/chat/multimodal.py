@@ -7,13 +7,16 @@ Adapters put media into a message's ``content`` list as neutral parts, next to
 * ``{"type": "image", "url": <data URI | http(s) URL | file:// URL | absolute path>,
   "param": <where the request had it>}`` (chat ``image_url``, Responses ``input_image``,
   Anthropic ``image`` blocks with a base64 or url source);
-* ``{"type": "video", "url": ..., "param": ...}`` and ``{"type": "audio", "param": ...}``.
+* ``{"type": "video", "url": ..., "fps": ..., "param": ...}`` (chat ``video_url``) and
+  ``{"type": "audio", "param": ...}``.
 
 A text-only model answers 400 naming the part. On a VLM each image is read under the media
 policy (media/sources.py), decoded under its bounds (media/decode.py), the template renders the
 content list (an ``image`` part becomes the model's placeholder) and the model's processor
-expands the placeholders and makes the pixel arrays. Video and audio have no path in this
-build: 400 (a video and an audio part together: the reference's own message).
+expands the placeholders and makes the pixel arrays. A video goes to a model with a native
+video placeholder (Qwen2-VL's ``<|video_pad|>``) as sampled frames (media/video.py); images and
+a video in one request, or a video on a model without that placeholder, are a 400. Audio has
+no path in this build: 400 (a video and an audio part together: the reference's message).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from ..engine.model import LoadedModel
 from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError, RequestTooLarge
 from ..media.decode import decode_image
-from ..media.sources import allowed_path, local_path_of, read_media
+from ..media.sources import read_media
+from ..media.video import sample_frames
 
 MEDIA_TYPES = ("image", "video", "audio")
 COMBINED_VIDEO_AUDIO = "Combined video and audio inputs are not supported"
@@ -54,16 +58,19 @@ def _refuse_text_only(part: dict[str, Any]) -> InvalidRequestError:
         f"{'images' if part['type'] == 'image' else part['type']}.", param=part["param"])
 
 
-def _check_video(part: dict[str, Any], model: LoadedModel) -> None:
-    """The reference's order: a local video path is fail-closed under
-    MLXCEL_VIDEO_DIR_ALLOWLIST before anything else; then this build has no video decoder."""
+def _check_video(part: dict[str, Any], model: LoadedModel, kinds: set[str]) -> None:
     assert model.vision is not None
-    local = local_path_of(str(part.get("url") or ""), part["param"])
-    if local is not None:
-        allowed_path(local, model.vision.policy.video_dirs, part["param"], "video")
-    raise InvalidRequestError(
-        f"{part['param']}: video input is not supported by this server build (it samples no "
-        "frames); send the frames as images.", param=part["param"])
+    if not isinstance(part.get("url"), str) or not part["url"]:
+        raise InvalidRequestError(f"{part['param']}: the video URL must be a non-empty string.",
+                                  param=part["param"])
+    if model.vision.video_token is None:
+        raise InvalidRequestError(
+            f"{part['param']}: the loaded model has no video input path; send the frames as "
+            "images.", param=part["param"])
+    if "image" in kinds:
+        raise InvalidRequestError(
+            f"{part['param']}: images and a video in one request are not supported by the "
+            "loaded model.", param=part["param"])
 
 
 def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,7 +85,7 @@ def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict
         raise InvalidRequestError(COMBINED_VIDEO_AUDIO, param=parts[0]["param"])
     for part in parts:
         if part["type"] == "video":
-            _check_video(part, model)
+            _check_video(part, model, kinds)
         if part["type"] == "audio":
             raise InvalidRequestError(
                 f"{part['param']}: the loaded model has no audio input path.",
@@ -90,6 +97,13 @@ def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict
     return parts
 
 
+def _check_placeholders(text: str, token: str | None, count: int, what: str) -> None:
+    if token is not None and text.count(token) != count:
+        raise InvalidRequestError(
+            f"The chat template placed {text.count(token)} {what} placeholders for {count} "
+            f"{what}s (a {what} in a turn the template does not render?).")
+
+
 def vision_prompt(model: LoadedModel, text: str, parts: list[dict[str, Any]]) -> tuple[
         list[int], VisionInputs]:
     """Token ids and pixels for a rendered prompt ``text`` holding one placeholder per part."""
@@ -97,11 +111,12 @@ def vision_prompt(model: LoadedModel, text: str, parts: list[dict[str, Any]]) ->
 
     support = model.vision
     assert support is not None
-    token = support.image_token
-    if token is not None and text.count(token) != len(parts):
-        raise InvalidRequestError(
-            f"The chat template placed {text.count(token)} image placeholders for "
-            f"{len(parts)} images (an image in a turn the template does not render?).")
-    images = [decode_image(read_media(p["url"], support.policy, p["param"]), support.policy,
-                           p["param"]) for p in parts]
-    return processor_inputs(support, text, images)
+    policy = support.policy
+    image_parts = [p for p in parts if p["type"] == "image"]
+    video_parts = [p for p in parts if p["type"] == "video"]
+    _check_placeholders(text, support.image_token, len(image_parts), "image")
+    _check_placeholders(text, support.video_token, len(video_parts), "video")
+    images = [decode_image(read_media(p["url"], policy, p["param"]), policy, p["param"])
+              for p in image_parts]
+    videos = [sample_frames(p["url"], p.get("fps"), policy, p["param"]) for p in video_parts]
+    return processor_inputs(support, text, images, videos)

@@ -37,8 +37,19 @@ class VisionSupport:
 
     @property
     def image_token(self) -> str | None:
-        token = getattr(self.processor, "image_token", None)
-        return token if isinstance(token, str) else None
+        return self._token("image_token")
+
+    @property
+    def video_token(self) -> str | None:
+        """The placeholder of a native video path, if the processor and vocabulary have one."""
+        return self._token("video_token")
+
+    def _token(self, attribute: str) -> str | None:
+        token = getattr(self.processor, attribute, None)
+        if not isinstance(token, str):
+            return None
+        vocab = self.processor.tokenizer.get_vocab()
+        return token if token in vocab else None
 
 
 def is_vision_checkpoint(path_or_repo: str) -> bool:
@@ -73,17 +84,19 @@ def load_vision_model(path: str, *, ctx_size: int, policy: MediaPolicy) -> Loade
     )
 
 
-def processor_inputs(support: VisionSupport, text: str, images: list[Any]) -> tuple[
-        list[int], VisionInputs]:
+def processor_inputs(support: VisionSupport, text: str, images: list[Any],
+                     videos: list[Any]) -> tuple[list[int], VisionInputs]:
     """Run the model's processor: placeholder expansion, token ids and pixel arrays (kept as
     numpy here; the engine thread makes them MLX arrays)."""
-    batch = support.processor(text=[text], images=images, padding=False,
-                              add_special_tokens=False)
+    batch = support.processor(text=[text], images=images or None, videos=videos or None,
+                              padding=False, add_special_tokens=False)
     ids = np.array(batch["input_ids"]).reshape(-1).tolist()
     arrays = {key: np.array(value) for key, value in batch.items()
               if key not in ("input_ids", "attention_mask") and value is not None}
     pixels = arrays.pop("pixel_values", None)
-    return [int(i) for i in ids], VisionInputs(pixels, arrays, len(images))
+    if pixels is None:  # a video: its frames' patches go where an image's would
+        pixels = arrays.pop("pixel_values_videos", None)
+    return [int(i) for i in ids], VisionInputs(pixels, arrays, len(images) + len(videos))
 
 
 class VisionRun:

@@ -18,6 +18,7 @@ DEFAULT_MAX_PIXELS = 32 * 1024 * 1024
 DEFAULT_DECODE_TIMEOUT_S = 10.0
 DEFAULT_FETCH_TIMEOUT_S = 10.0
 DEFAULT_MAX_IMAGES = 16
+DEFAULT_VIDEO_MAX_FRAMES = 16
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class MediaPolicy:
     decode_timeout_s: float = DEFAULT_DECODE_TIMEOUT_S
     fetch_timeout_s: float = DEFAULT_FETCH_TIMEOUT_S
     allow_private_urls: bool = False
+    video_max_frames: int = DEFAULT_VIDEO_MAX_FRAMES
 
 
 def _real_dirs(values: list[str]) -> tuple[Path, ...]:
@@ -44,6 +46,7 @@ def policy_from_settings(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     decode_timeout_s: float = DEFAULT_DECODE_TIMEOUT_S,
     fetch_timeout_s: float = DEFAULT_FETCH_TIMEOUT_S,
+    video_max_frames: int = DEFAULT_VIDEO_MAX_FRAMES,
     environ: dict[str, str] | None = None,
 ) -> MediaPolicy:
     env = os.environ if environ is None else environ
@@ -56,4 +59,5 @@ def policy_from_settings(
         decode_timeout_s=decode_timeout_s,
         fetch_timeout_s=fetch_timeout_s,
         allow_private_urls=env.get("MLXCEL_ALLOW_PRIVATE_MEDIA_URLS", "") == "1",
+        video_max_frames=video_max_frames,
     )

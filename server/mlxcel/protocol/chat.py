@@ -91,8 +91,9 @@ def _media_part(part: ContentPart, param: str) -> dict[str, Any]:
         return image_part(url, param)
     if part.type == "video_url":
         value = extra.get("video_url")
-        return {"type": "video", "param": param,
-                "url": value.get("url") if isinstance(value, dict) else value}
+        video = value if isinstance(value, dict) else {"url": value}
+        return {"type": "video", "param": param, "url": video.get("url"),
+                "fps": video.get("fps")}
     return {"type": "audio", "param": param}
 
 
