@@ -29,3 +29,4 @@ def test_vision_family_passes_on_the_vlm_fixture(tmp_path: Path) -> None:
     assert verdicts[("vision", "vision.pixels_reach_model")] == "PASS"
     assert verdicts[("vision", "vision.families_agree")] == "PASS"
     assert verdicts[("vision", "vision.local_path_refused")] == "PASS"
+    assert verdicts[("vision", "vision.local_video_refused")] == "PASS"

@@ -100,6 +100,18 @@ def test_local_paths_outside_the_roots_are_refused(client: SuiteClient, model_na
     check_error_body_openai(body, status=status, expected=400)
 
 
+@pytest.mark.conformance(family="vision", feature="vision.local_video_refused",
+                         destructive=True)
+def test_local_videos_outside_the_allowlist_are_refused(
+        client: SuiteClient, model_name: str | None, vision: None) -> None:
+    """Local video paths are fail-closed (MLXCEL_VIDEO_DIR_ALLOWLIST); /etc is never on it."""
+    url = "/etc/../etc/hostname"
+    payload = chat_payload(model_name, [  # type: ignore[arg-type]
+        {"type": "video_url", "video_url": {"url": url}}, {"type": "text", "text": QUESTION}])
+    status, body = response_of(client.post(CHAT_PATH, payload))
+    check_local_path_refused(status, body, url)
+
+
 @pytest.mark.conformance(family="chat", feature="chat.errors.image_text_only", destructive=True)
 def test_text_only_model_refuses_images(client: SuiteClient, model_name: str | None,
                                         reads_images: bool) -> None:
