@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import io
 import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,8 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def client(media: Path) -> Iterator[TestClient]:
     policy = MediaPolicy(media_roots=(media.resolve(),), max_bytes=MAX_BYTES,
-                         max_pixels=MAX_PIXELS, video_dirs=(media.resolve(),))
+                         max_pixels=MAX_PIXELS, video_dirs=(media.resolve(),),
+                         allow_private_urls=True, fetch_timeout_s=5.0)
     config = ServerConfig(model=MODEL, parallel=2)
     engine = Engine(EngineConfig(model=MODEL, parallel=2, media=policy))
     with TestClient(create_app(config, engine)) as test_client:
@@ -176,9 +179,37 @@ def test_undecodable_images_are_400(client: TestClient) -> None:
     error_of(chat(client, data_uri(truncated)), 400)
 
 
-def test_private_remote_urls_are_refused(client: TestClient) -> None:
-    error = error_of(chat(client, "http://127.0.0.1:9/x.png"), 400)
-    assert "non-public address" in error["message"]
+class _SlowImage(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        time.sleep(1.5)
+        body = png_bytes(2)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_slow_image_fetch_does_not_block_other_clients(client: TestClient) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowImage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/slow.png"
+    result: dict[str, str] = {}
+    worker = threading.Thread(target=lambda: result.update(text=answer(chat(client, url))))
+    try:
+        worker.start()
+        time.sleep(0.3)  # the fetch is under way
+        started = time.monotonic()
+        assert client.get("/health").status_code == 200
+        assert time.monotonic() - started < 1.0  # answered while the image downloads
+        worker.join(60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Fetched over http(s) (loopback allowed by this policy), the same pixels, the same answer.
+    assert result["text"] == answer(chat(client, data_uri(png_bytes(2))))
 
 
 def write_clip(path: Path, seed: int, frames: int = 8) -> bytes:

@@ -29,6 +29,7 @@ from ..protocol.body import parse_body
 from ..protocol.generated import ParsedOutput, parse_output
 from ..sse import sse_response
 from .generation import collect
+from .media_offload import prepare_prompt
 from .messages_stream import stream_message
 from .priority import request_priority
 from .state import app_state
@@ -71,7 +72,7 @@ async def create_message(request: Request) -> Response:
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
                                       forced_tool_choice(body), None)
-    rendered = render_chat(model, messages, tools=tools)
+    rendered = await prepare_prompt(model, render_chat, model, messages, tools=tools)
     prompt = rendered.tokens
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
     gen = GenerationRequest(
@@ -101,7 +102,8 @@ async def count_tokens(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CountTokensRequest, await bounded_body(request))
     model = state.require_model()
-    prompt = render_chat_prompt(model, template_messages(body), tools=chat_tools(body))
+    prompt = await prepare_prompt(model, render_chat_prompt, model, template_messages(body),
+                                  tools=chat_tools(body))
     return JSONResponse({"input_tokens": len(prompt)})
 
 
