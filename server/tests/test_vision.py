@@ -269,3 +269,35 @@ def test_video_and_audio_errors(client: TestClient, media: Path) -> None:
 def test_text_requests_still_work_after_errors(client: TestClient) -> None:
     # Every refusal above happened before the engine: the loop serves the next request.
     assert answer(chat(client, None, max_tokens=2))
+
+
+def test_anthropic_url_sources_tool_results_and_token_counts(client: TestClient,
+                                                             media: Path) -> None:
+    image = {"type": "image", "source": {"type": "url", "url": str(media / "one.png")}}
+    body = {"max_tokens": 8, "temperature": 0, "messages": [
+        {"role": "user", "content": "Show me."},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "camera", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": [image]},
+            {"type": "text", "text": "What is this?"}]}]}
+    answered = client.post("/v1/messages", json=body)
+    assert answered.status_code == 200, answered.text
+    counted = client.post("/v1/messages/count_tokens", json=body)
+    assert counted.json()["input_tokens"] == answered.json()["usage"]["input_tokens"]
+    # The image inside the tool result reaches the model: another image, another answer.
+    body["messages"][2]["content"][0]["content"] = [  # type: ignore[index]
+        {**image, "source": {"type": "url", "url": str(media / "two.png")}}]
+    other = client.post("/v1/messages", json=body)
+    assert other.json()["content"] != answered.json()["content"]
+
+
+def test_responses_input_tokens_count_the_image(client: TestClient) -> None:
+    payload = {"input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": data_uri(png_bytes(1))},
+        {"type": "input_text", "text": "What is this?"}]}]}
+    counted = client.post("/v1/responses/input_tokens", json=payload)
+    assert counted.status_code == 200, counted.text
+    created = client.post("/v1/responses", json={**payload, "max_output_tokens": 4,
+                                                 "temperature": 0})
+    assert counted.json()["input_tokens"] == created.json()["usage"]["input_tokens"]
