@@ -128,9 +128,9 @@ def add_media_flags(p: argparse.ArgumentParser) -> None:
     add = p.add_argument
     env_paths = [v for v in (_env("MLXCEL_MEDIA_PATH", "") or "").split(",") if v]
     add("--media-path", action="append", default=env_paths,
-        help="directory whose files image/audio URLs may name (file:// or absolute path); "
-        "repeatable; without it every local path is refused [env MLXCEL_MEDIA_PATH, "
-        "comma-separated]")
+        help="directory whose files image URLs may name (file:// or absolute path); "
+        "repeatable, or comma-separated in the variable; without it every local path is refused "
+        "[env MLXCEL_MEDIA_PATH]")
     add("--media-max-bytes", type=int, default=DEFAULT_MAX_BYTES,
         help="largest image a request may send or name, in bytes (413 beyond)")
     add("--media-max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
@@ -140,7 +140,9 @@ def add_media_flags(p: argparse.ArgumentParser) -> None:
     add("--media-fetch-timeout", type=float, default=DEFAULT_FETCH_TIMEOUT_S,
         help="seconds an http(s) image may take to download (400 media_fetch_timeout beyond)")
     add("--video-max-frames", type=int, default=DEFAULT_VIDEO_MAX_FRAMES,
-        help="most frames sampled from one video_url (local videos: MLXCEL_VIDEO_DIR_ALLOWLIST)")
+        help="most frames sampled from one video_url; local video paths are readable only "
+        "under the comma-separated MLXCEL_VIDEO_DIR_ALLOWLIST (read at startup), and http(s) "
+        "media on non-public addresses only with MLXCEL_ALLOW_PRIVATE_MEDIA_URLS=1")
 
 
 def media_policy(args: argparse.Namespace) -> MediaPolicy:

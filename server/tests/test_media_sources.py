@@ -150,3 +150,17 @@ def test_inline_videos_go_to_private_create_new_files(tmp_path: Path) -> None:
     with pytest.raises(InvalidRequestError, match="no allowed directory"):
         with video_file(str(tmp_path / "clip.mp4"), MediaPolicy(), "p"):
             pass
+
+
+def test_cli_media_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlxcel.cli import build_parser, media_policy
+
+    monkeypatch.setenv("MLXCEL_MEDIA_PATH", str(tmp_path))
+    monkeypatch.setenv("MLXCEL_VIDEO_DIR_ALLOWLIST", str(tmp_path / "videos"))
+    args = build_parser().parse_args(["--media-path", "/var", "--media-max-bytes", "10",
+                                      "--media-max-pixels", "20", "--video-max-frames", "4"])
+    policy = media_policy(args)
+    assert policy.media_roots == (tmp_path.resolve(), Path("/var").resolve())
+    assert policy.video_dirs == ((tmp_path / "videos").resolve(),)
+    assert (policy.max_bytes, policy.max_pixels, policy.video_max_frames) == (10, 20, 4)
+    assert not policy.allow_private_urls
