@@ -51,7 +51,7 @@ def test_greedy_tool_call_parses(family: tuple[str, LoadedModel]) -> None:
 
 def test_forced_choice_grammar(family: tuple[str, LoadedModel]) -> None:
     _, model = family
-    factories = forced_call_factories(model, tool_format_of(model), [WEATHER])
+    factories = forced_call_factories(model, tool_format_of(model), [WEATHER], 64)
     assert factories
     plan = plan_tools([WEATHER], "required")
     messages = place_instruction([{"role": "user", "content": "Say hello."}], plan.instruction)

@@ -61,7 +61,8 @@ def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict
     return list(stores.conversations.get(conv_id) or [])
 
 
-def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores) -> PreparedTurn:
+def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
+            default_max_tokens: int) -> PreparedTurn:
     # A prompt past the context is refused by the engine at submit, after any compaction.
     check_unsupported(body)
     tools = chat_tools(body)
@@ -71,14 +72,15 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores)
     if not history:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input")
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
+    budget = body.max_output_tokens or body.max_tokens or default_max_tokens
     messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
-                                      response_format_of(body))
+                                      response_format_of(body), budget)
     rendered = render_chat(model, messages, tools=tools)
     prompt = rendered.tokens
     opens = model.decode(prompt[-4:]).endswith("<think>\n")
-    budget = budget_factory(model, body.thinking_budget(), opens)
-    if budget is not None:
-        constraints = (budget, *constraints)
+    thinking = budget_factory(model, body.thinking_budget(), opens)
+    if thinking is not None:
+        constraints = (thinking, *constraints)
     return PreparedTurn(body, history, tools, prompt, opens, constraints, rendered.vision)
 
 

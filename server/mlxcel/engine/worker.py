@@ -63,6 +63,12 @@ class EngineConfig:
     cache_ttl_s: float = DEFAULT_TTL_S
     # --media-path roots and image bounds, for a vision-language model.
     media: MediaPolicy = dataclasses.field(default_factory=MediaPolicy)
+    # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
+    solo_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.solo_only and self.parallel != 1:
+            raise ValueError("solo_only serves one request at a time: parallel must be 1")
 
     @property
     def slot_ctx_size(self) -> int:
@@ -267,7 +273,9 @@ class Engine:
             seq.solo = VisionRun(model.model, list(prompt), request.vision, sampler, processors,
                                  max_tokens, self.config.prefill_step_size)
             self._solo = seq
-        elif self._solo is None and not self._by_uid and len(self.queue) == 0:
+        elif self.config.solo_only or (
+            self._solo is None and not self._by_uid and len(self.queue) == 0
+        ):
             seq.solo = SoloRun(
                 model.model, list(prompt[cached:]), cache or make_prompt_cache(model.model),
                 list(prompt[:cached]), sampler, processors, max_tokens,

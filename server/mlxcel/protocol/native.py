@@ -27,6 +27,7 @@ from ..engine.request import (
     LogitsProcessorFactory,
     SamplingParams,
     TokenDelta,
+    TokenLogprob,
 )
 from ..errors import InvalidRequestError
 from .chat import new_id
@@ -64,6 +65,7 @@ class NativeCompletionRequest(BaseModel):
     cache_prompt: bool | None = None
     return_tokens: bool | None = None
     n_probs: Int | None = Field(default=None, ge=0)
+    post_sampling_probs: bool | None = None
     n_cmpl: Int | None = Field(default=None, ge=1)
     logit_bias: list[list[Any]] | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
@@ -91,11 +93,10 @@ def _check_unsupported(request: NativeCompletionRequest) -> None:
         raise InvalidRequestError(
             f"{field_name} is not supported on /completion.", param=field_name
         )
-    if request.n_probs:
+    if request.post_sampling_probs:
         raise InvalidRequestError(
-            "n_probs is not supported on /completion; use /v1/completions with logprobs.",
-            param="n_probs",
-        )
+            "post_sampling_probs is not supported; n_probs reports the model's log "
+            "probabilities before sampling.", param="post_sampling_probs")
     if request.n_cmpl is not None and request.n_cmpl > 1:
         raise InvalidRequestError("Only n_cmpl=1 is supported.", param="n_cmpl")
     if isinstance(request.stop, list) and len(request.stop) > MAX_STOP:
@@ -258,6 +259,8 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
             sampling=native_sampling(request, model, defaults),
             stop=stop,
             ignore_eos=bool(request.ignore_eos),
+            logprobs=bool(request.n_probs),
+            top_logprobs=min(request.n_probs or 0, model.vocab_size),
             logits_processor_factories=(raw_prompt_factories(model, budget, tokens)
                                         + ((dry,) if dry else ())),
             request_id=request_id,
@@ -287,6 +290,7 @@ class NativeRun:
     ended_at: float | None = None
     text: list[str] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    probabilities: list[dict[str, Any]] = field(default_factory=list)
     finished: Finished | None = None
 
     def feed(self, event: EngineEvent) -> None:
@@ -296,12 +300,13 @@ class NativeRun:
                 self.first_token_at = now
             self.text.append(event.text)
             self.tokens.extend(event.token_ids)
+            self.probabilities.extend(completion_probabilities(event.logprobs))
         else:
             self.finished = event
             self.ended_at = now
 
     def partial(self, event: TokenDelta) -> dict[str, Any]:
-        return {
+        chunk: dict[str, Any] = {
             "index": self.index,
             "content": event.text,
             "tokens": list(event.token_ids),
@@ -310,6 +315,9 @@ class NativeRun:
             "tokens_predicted": len(self.tokens),
             "tokens_evaluated": len(self.gen.prompt_tokens),
         }
+        if self.gen.logprobs:
+            chunk["completion_probabilities"] = completion_probabilities(event.logprobs)
+        return chunk
 
     def timings(self) -> dict[str, float | int]:
         """Prompt time runs from submission to the first generated token (queue wait and
@@ -355,7 +363,20 @@ class NativeRun:
             "stopping_word": self.finished.stop_string or "",
             "tokens_cached": 0,
             "timings": self.timings(),
+            **({"completion_probabilities": self.probabilities}
+               if self.gen.logprobs and not streamed else {}),
         }
+
+
+def completion_probabilities(items: tuple[TokenLogprob, ...]) -> list[dict[str, Any]]:
+    """llama-server's ``completion_probabilities``: per generated token its id, text, bytes
+    and log probability, with the ``n_probs`` most likely tokens at that step."""
+    return [
+        {"id": lp.token_id, "token": lp.token, "bytes": list(lp.bytes), "logprob": lp.logprob,
+         "top_logprobs": [{"id": t.token_id, "token": t.token, "bytes": list(t.bytes),
+                           "logprob": t.logprob} for t in lp.top]}
+        for lp in items
+    ]
 
 
 def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest,
@@ -383,5 +404,5 @@ def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest
         "ignore_eos": gen.ignore_eos,
         "stream": request.stream,
         "cache_prompt": _pick(request.cache_prompt, True),
-        "n_probs": 0,
+        "n_probs": gen.top_logprobs,
     }
