@@ -301,3 +301,11 @@ def test_responses_input_tokens_count_the_image(client: TestClient) -> None:
     created = client.post("/v1/responses", json={**payload, "max_output_tokens": 4,
                                                  "temperature": 0})
     assert counted.json()["input_tokens"] == created.json()["usage"]["input_tokens"]
+
+
+def test_too_many_images_is_413(client: TestClient) -> None:
+    image = {"type": "image_url", "image_url": {"url": data_uri(png_bytes(1))}}
+    response = client.post("/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": [image] * 17}], "max_tokens": 2})
+    error = error_of(response, 413)
+    assert error["param"] == "messages.0.content.16"

@@ -74,7 +74,8 @@ def _check_video(part: dict[str, Any], model: LoadedModel, kinds: set[str]) -> N
 
 
 def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The image parts of ``messages`` after the refusals; empty for a text prompt."""
+    """The media parts (images, videos) of ``messages`` after the refusals; empty for a text
+    prompt."""
     parts = list(media_parts(messages))
     if not parts:
         return []
@@ -92,7 +93,7 @@ def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict
                 param=part["param"])
     limit = model.vision.policy.max_images
     if len(parts) > limit:
-        raise RequestTooLarge(f"The request has {len(parts)} images; the server accepts at "
+        raise RequestTooLarge(f"The request has {len(parts)} media parts; the server accepts at "
                               f"most {limit} per request.", param=parts[limit]["param"])
     return parts
 
