@@ -309,3 +309,7 @@ def test_too_many_images_is_413(client: TestClient) -> None:
         "messages": [{"role": "user", "content": [image] * 17}], "max_tokens": 2})
     error = error_of(response, 413)
     assert error["param"] == "messages.0.content.16"
+
+
+def test_props_report_the_vision_modality(client: TestClient) -> None:
+    assert client.get("/props").json()["modalities"] == {"vision": True, "audio": False}
