@@ -24,6 +24,7 @@ from ..protocol.logprobs import render_token_logprob
 from ..protocol.mlx_lm_fields import check_model_fields
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
+from .media_offload import prepare_prompt
 from .priority import request_priority
 from .state import FINGERPRINT, AppState, app_state
 
@@ -52,7 +53,8 @@ async def create_chat_completion(request: Request) -> Response:
     model = state.require_model()
     template, server_kwargs = _server_chat_settings(state)
     apply_template_override(model, template)
-    setup = to_chat_setup(body, model, state.config.defaults, server_kwargs)
+    setup = await prepare_prompt(model, to_chat_setup, body, model, state.config.defaults,
+                                 server_kwargs)
     handle = state.engine.submit(setup.generation, request_priority(request))
     if body.stream:
         return sse_response(_stream(handle, body, setup, state.model_name))

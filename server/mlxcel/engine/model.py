@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlx.nn as nn
 from mlx_lm.tokenizer_utils import TokenizerWrapper
+
+if TYPE_CHECKING:
+    from .vision import VisionSupport
 
 
 @dataclass
@@ -20,6 +23,8 @@ class LoadedModel:
     tokenizer: TokenizerWrapper
     config: dict[str, Any]
     context_size: int
+    # Set for a vision-language model loaded through mlx-vlm (engine/vision.py).
+    vision: VisionSupport | None = None
 
     @property
     def eos_token_ids(self) -> set[int]:

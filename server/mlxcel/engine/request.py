@@ -69,6 +69,16 @@ class SamplingParams:
 
 
 @dataclass(frozen=True)
+class VisionInputs:
+    """A vision-language prompt's pixels, from the model's processor: ``pixel_values`` and the
+    extra arrays its vision tower reads (e.g. ``image_grid_thw``), as numpy arrays."""
+
+    pixel_values: Any
+    extras: dict[str, Any]
+    image_count: int
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """What to generate: prompt token ids, limits, stops and sampling."""
 
@@ -84,6 +94,8 @@ class GenerationRequest:
     priority: Priority = "normal"
     # Streaming /v1/completions and native /completion are not counted in /metrics.
     count_in_metrics: bool = True
+    # Images for a vision-language model (None: a text prompt).
+    vision: VisionInputs | None = None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from mlx_lm.generate import BatchGenerator
 from mlx_lm.models.cache import make_prompt_cache
 
 from ..errors import ContextLengthExceeded, InvalidRequestError, ModelLoading, ServerError
+from ..media.policy import MediaPolicy
 from . import loop_detection
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
@@ -42,6 +43,7 @@ from .slots import ActiveSequence
 from .solo import SoloRun
 from .stats import EngineStats, RequestMetrics
 from .stops import StopMatcher
+from .vision import VisionRun, is_vision_checkpoint, load_vision_model
 
 log = logging.getLogger("mlxcel.engine")
 
@@ -59,6 +61,8 @@ class EngineConfig:
     cache_bytes: int = DEFAULT_CAPACITY_BYTES
     cache_entries: int = DEFAULT_MAX_ENTRIES
     cache_ttl_s: float = DEFAULT_TTL_S
+    # --media-path roots and image bounds, for a vision-language model.
+    media: MediaPolicy = dataclasses.field(default_factory=MediaPolicy)
     # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
     solo_only: bool = False
 
@@ -184,9 +188,14 @@ class Engine:
 
     def _load(self) -> bool:
         try:
-            self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
+            if is_vision_checkpoint(self.config.model):
+                self.model = load_vision_model(self.config.model, ctx_size=self.config.
+                                               slot_ctx_size, policy=self.config.media)
+            else:
+                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
-            self._batch = self._new_batch()
+            # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
+            self._batch = self._new_batch() if self.model.vision is None else None
             self.state = "ready"
             log.info("model %s loaded (%d slots, context %d per slot)",
                      self.model.name, len(self.slots), self.model.context_size)
@@ -220,6 +229,8 @@ class Engine:
         for slot, occupant in enumerate(self.slots):
             if occupant is not None:
                 continue
+            if self._solo is not None and self.model is not None and self.model.vision:
+                return  # a VLM runs one sequence at a time; the rest wait in the queue
             handle = self.queue.pop()
             if handle is None:
                 return
@@ -231,7 +242,7 @@ class Engine:
                 handle.emit(Finished("error", n, 0, error=type(exc).__name__))
 
     def _start(self, slot: int, handle: RequestHandle) -> None:
-        assert self.model is not None and self._batch is not None
+        assert self.model is not None
         model, request = self.model, handle.request
         prompt = request.prompt_tokens
         max_tokens = min(request.max_tokens, model.context_size - len(prompt))
@@ -239,7 +250,7 @@ class Engine:
             handle.emit(Finished("length", len(prompt), 0))
             return
         cached, cache = 0, None
-        if self.prompt_cache is not None and request.sampling.cache_prompt is not False:
+        if self._caches(request) and self.prompt_cache is not None:
             cached, cache = self.prompt_cache.lookup(prompt)
         seq = ActiveSequence(
             slot=slot,
@@ -258,7 +269,11 @@ class Engine:
         builtin = build_logits_processors(request.sampling)
         processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        if self.config.solo_only or (
+        if model.vision is not None:
+            seq.solo = VisionRun(model.model, list(prompt), request.vision, sampler, processors,
+                                 max_tokens, self.config.prefill_step_size)
+            self._solo = seq
+        elif self.config.solo_only or (
             self._solo is None and not self._by_uid and len(self.queue) == 0
         ):
             seq.solo = SoloRun(
@@ -268,6 +283,7 @@ class Engine:
             )
             self._solo = seq
         else:
+            assert self._batch is not None
             (seq.uid,) = self._batch.insert(
                 [list(prompt[cached:])],
                 max_tokens=[max_tokens],
@@ -283,6 +299,12 @@ class Engine:
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
+
+    def _caches(self, request: GenerationRequest) -> bool:
+        """Whether ``request`` reads and feeds the prompt cache (never on a VLM: image
+        placeholder ids are the same whatever the image)."""
+        return (self.prompt_cache is not None and request.sampling.cache_prompt is not False
+                and self.model is not None and self.model.vision is None)
 
     def _running(self) -> list[ActiveSequence]:
         solo = [self._solo] if self._solo is not None else []
@@ -355,10 +377,7 @@ class Engine:
         cache: tuple[Any, Any] | None = None,
     ) -> None:
         request = seq.handle.request
-        donate = (
-            self.prompt_cache is not None and request.sampling.cache_prompt is not False
-            and reason != "error"
-        )
+        donate = self._caches(request) and reason != "error"
         if seq.solo is not None:
             if cache is None and donate:
                 cache = (seq.solo.cache, seq.solo.held_tokens())
