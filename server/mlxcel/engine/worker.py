@@ -27,7 +27,7 @@ from . import loop_detection
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
-from .model import LoadedModel, load_model
+from .model import LoadedModel, load_draft_model, load_model
 from .penalties import build_logits_processors
 from .prompt_cache import (
     DEFAULT_CAPACITY_BYTES,
@@ -40,6 +40,7 @@ from .sampling import build_sampler, check_logit_bias, greedy_sampler
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
 from .solo import SoloRun
+from .speculative import SpeculativeRun, can_speculate, choose_drafter
 from .stats import EngineStats, RequestMetrics
 from .stops import StopMatcher
 
@@ -59,6 +60,11 @@ class EngineConfig:
     cache_bytes: int = DEFAULT_CAPACITY_BYTES
     cache_entries: int = DEFAULT_MAX_ENTRIES
     cache_ttl_s: float = DEFAULT_TTL_S
+    # Speculative decoding (single-sequence path only): a draft model sharing the tokenizer,
+    # else prompt lookup; draft_max is the default number of drafted tokens per round.
+    draft_model: str | None = None
+    draft_max: int = 3
+    prompt_lookup: bool = False
 
     @property
     def slot_ctx_size(self) -> int:
@@ -73,6 +79,7 @@ class Engine:
         self.state = "loading"
         self.load_error: str | None = None
         self.model: LoadedModel | None = None
+        self.draft: LoadedModel | None = None
         self.stats = EngineStats()
         self.metrics = RequestMetrics()
         self.queue = PrefillQueue(config.max_queue or 4 * max(config.parallel, 1))
@@ -179,6 +186,8 @@ class Engine:
     def _load(self) -> bool:
         try:
             self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
+            if self.config.draft_model:
+                self.draft = load_draft_model(self.config.draft_model, self.model)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
             self._batch = self._new_batch()
             self.state = "ready"
@@ -252,12 +261,23 @@ class Engine:
         builtin = build_logits_processors(request.sampling)
         processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        if self._solo is None and not self._by_uid and len(self.queue) == 0:
-            seq.solo = SoloRun(
-                model.model, list(prompt[cached:]), cache or make_prompt_cache(model.model),
-                list(prompt[:cached]), sampler, processors, max_tokens,
-                self.config.prefill_step_size,
-            )
+        drafter = choose_drafter(
+            request.sampling, bool(processors), self.draft.model if self.draft else None,
+            self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
+        # A speculative request takes the single-sequence lane whenever it is free (drafting
+        # cannot join the batch); otherwise it decodes plainly in the batch.
+        if self._solo is None and (drafter is not None
+                                   or (not self._by_uid and len(self.queue) == 0)):
+            solo_cache = cache or make_prompt_cache(model.model)
+            if drafter is not None and can_speculate(solo_cache):
+                seq.solo = SpeculativeRun(
+                    model.model, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                    sampler, drafter[0], drafter[1], max_tokens, self.config.prefill_step_size)
+            else:
+                seq.solo = SoloRun(
+                    model.model, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                    sampler, processors, max_tokens, self.config.prefill_step_size,
+                )
             self._solo = seq
         else:
             (seq.uid,) = self._batch.insert(
@@ -321,6 +341,8 @@ class Engine:
             return
         token = int(response.token)
         request = seq.handle.request
+        if seq.first_token_at is None:
+            seq.first_token_at = time.monotonic()
         seq.generated.append(token)
         self.stats.total_decode_tokens += 1
         if token in seq.eos:
@@ -347,6 +369,7 @@ class Engine:
         cache: tuple[Any, Any] | None = None,
     ) -> None:
         request = seq.handle.request
+        draft = getattr(seq.solo, "draft_stats", None)
         donate = (
             self.prompt_cache is not None and request.sampling.cache_prompt is not False
             and reason != "error"
@@ -365,11 +388,14 @@ class Engine:
             tail = seq.stops.feed(seq.detok.flush()) + seq.stops.flush()
             if tail:
                 seq.handle.emit(TokenDelta(tail))
+        now = time.monotonic()
+        first = seq.first_token_at or now
         finished = Finished(
             reason, seq.prompt_len, len(seq.generated), error=error,
-            stop_string=seq.stops.matched, cached_tokens=seq.cached_tokens,
+            stop_string=seq.stops.matched, cached_tokens=seq.cached_tokens, draft=draft,
+            prompt_ms=(first - seq.started) * 1e3, predicted_ms=(now - first) * 1e3,
         )
-        elapsed = time.monotonic() - seq.started
+        elapsed = now - seq.started
         self.metrics.record(request, finished, elapsed)
         log.info(
             "request %s finished: %s, prompt %d (cached %d), completion %d, %.3f s, priority %s%s",
