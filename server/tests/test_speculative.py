@@ -188,3 +188,26 @@ def test_num_draft_tokens_sizes_the_rounds(drafted: TestClient) -> None:
     assert one["draft_n"] == one["draft_rounds"]
     five = _chat(drafted, "Tell me a story.", num_draft_tokens=5)["timings"]
     assert five["draft_rounds"] < one["draft_rounds"]
+
+
+# --- the spec agrees -------------------------------------------------------------------------
+
+def test_bodies_and_chunks_with_draft_timings_validate_against_the_spec(
+    drafted: TestClient,
+) -> None:
+    from mlxcel_conformance import spec
+
+    chat = _chat(drafted, "Tell me a story.", max_tokens=20)
+    assert spec.validate_json("POST", CHAT, 200, chat) == []
+    broken = {**chat, "timings": {k: v for k, v in chat["timings"].items() if k != "draft_n"}}
+    assert spec.validate_json("POST", CHAT, 200, broken) != []
+    body = {"messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 20,
+            "temperature": 0}
+    for chunk in _sse(drafted, CHAT, body):
+        assert spec.validate_sse_event("POST", CHAT, json.dumps(chunk)) == []
+    completion = drafted.post(COMPLETIONS, json={"prompt": "Once", "max_tokens": 20,
+                                                 "temperature": 0}).json()
+    assert spec.validate_json("POST", COMPLETIONS, 200, completion) == []
+    native = drafted.post(NATIVE, json={"prompt": "Once", "n_predict": 20,
+                                        "temperature": 0}).json()
+    assert spec.validate_json("POST", NATIVE, 200, native) == []
