@@ -1,6 +1,6 @@
-"""The committed speculative-decoding draft fixture ``fixtures/models/qwen3-tiny-draft``: tiny,
-tokenizing exactly like ``qwen3-tiny``, greedy on the scripted replies, and rebuilt bit for bit
-by ``fixtures/build_draft_fixture.py``."""
+"""The committed draft fixture ``fixtures/models/qwen3-tiny-draft``: tiny, tokenizing exactly
+like ``qwen3-tiny``, greedy on the scripted replies, and rebuilt bit for bit by
+``fixtures/build_draft_fixture.py``; and the LoRA adapter fixture ``fixtures/adapters``."""
 
 from __future__ import annotations
 
@@ -59,3 +59,22 @@ def test_greedy_reproduces_scripted_reply(name: str) -> None:
 def test_rebuild_is_bit_identical(tmp_path: Path) -> None:
     bdf.build(tmp_path / "draft", log=False)
     assert bdf.base.dir_digests(tmp_path / "draft") == bdf.base.dir_digests(DRAFT_DIR)
+
+
+# --- the LoRA adapter fixture (fixtures/build_adapter_fixture.py) ---------------------------
+
+baf = _import("build_adapter_fixture")
+
+
+def test_adapter_fixture_is_mlx_lm_s_layout() -> None:
+    names = {p.name for p in baf.ADAPTER_DIR.iterdir()}
+    assert names == {"adapter_config.json", "adapters.safetensors"}
+    config = json.loads((baf.ADAPTER_DIR / "adapter_config.json").read_text(encoding="utf-8"))
+    assert config == baf.ADAPTER_CONFIG
+    assert sum(p.stat().st_size for p in baf.ADAPTER_DIR.iterdir()) < 64 * 1024
+
+
+@pytest.mark.slow
+def test_adapter_rebuild_is_bit_identical(tmp_path: Path) -> None:
+    baf.build(tmp_path / "lora")
+    assert baf._digests(tmp_path / "lora") == baf._digests(baf.ADAPTER_DIR)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -49,12 +50,15 @@ def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
 async def create_chat_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(ChatCompletionRequest, await request.body())
-    check_model_fields(body, getattr(state.config, "adapter_dir", None),
-                       getattr(state.config, "draft_model", None))
+    adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
+                                 getattr(state.config, "draft_model", None))
     model = state.require_model()
     template, server_kwargs = _server_chat_settings(state)
     apply_template_override(model, template)
     setup = to_chat_setup(body, model, state.config.defaults, server_kwargs)
+    if adapter is not None:
+        setup = dataclasses.replace(
+            setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
     handle = state.engine.submit(setup.generation, request_priority(request))
     if body.stream:
         return sse_response(_stream(handle, body, setup, state.model_name))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,10 +35,12 @@ router = APIRouter()
 async def create_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CompletionRequest, await request.body())
-    check_model_fields(body, getattr(state.config, "adapter_dir", None),
-                       getattr(state.config, "draft_model", None))
+    adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
+                                 getattr(state.config, "draft_model", None))
     model = state.require_model()
     gens = to_generation_requests(body, model, state.config.defaults)
+    if adapter is not None:
+        gens = [dataclasses.replace(gen, adapter=adapter) for gen in gens]
     priority = request_priority(request)
     # Streaming /v1/completions is not counted in /metrics (the reference's semantics).
     handles: list[RequestHandle] = []

@@ -88,6 +88,9 @@ class GenerationRequest:
     priority: Priority = "normal"
     # Streaming /v1/completions and native /completion are not counted in /metrics.
     count_in_metrics: bool = True
+    # A LoRA adapter directory (already confined to --adapter-dir): decoded unbatched on the
+    # base model with the adapter applied, outside the prompt cache.
+    adapter: str | None = None
 
 
 @dataclass(frozen=True)

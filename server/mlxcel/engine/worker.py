@@ -24,6 +24,7 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from ..errors import ContextLengthExceeded, InvalidRequestError, ModelLoading, ServerError
 from . import loop_detection
+from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
@@ -90,6 +91,7 @@ class Engine:
             else None
         )
         self._by_uid: dict[int, ActiveSequence] = {}
+        self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
         self._batch: BatchGenerator | None = None
         self._stopping = False
@@ -223,7 +225,10 @@ class Engine:
         for slot, occupant in enumerate(self.slots):
             if occupant is not None:
                 continue
-            handle = self.queue.pop()
+            # A request with a LoRA adapter needs the single-sequence lane: it waits (keeping
+            # its place) while the lane is taken, and others go ahead of it.
+            lane_taken = self._solo is not None
+            handle = self.queue.pop(needs_solo_lane if lane_taken else None)
             if handle is None:
                 return
             try:
@@ -242,8 +247,8 @@ class Engine:
             handle.emit(Finished("length", len(prompt), 0))
             return
         cached, cache = 0, None
-        if self.prompt_cache is not None and request.sampling.cache_prompt is not False:
-            cached, cache = self.prompt_cache.lookup(prompt)
+        if self._caches_prompt(request):
+            cached, cache = self.prompt_cache.lookup(prompt)  # type: ignore[union-attr]
         seq = ActiveSequence(
             slot=slot,
             uid=-1,
@@ -266,16 +271,17 @@ class Engine:
             self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
         # A speculative request takes the single-sequence lane whenever it is free (drafting
         # cannot join the batch); otherwise it decodes plainly in the batch.
-        if self._solo is None and (drafter is not None
+        if self._solo is None and (drafter is not None or needs_solo_lane(handle)
                                    or (not self._by_uid and len(self.queue) == 0)):
-            solo_cache = cache or make_prompt_cache(model.model)
+            weights = self.adapters.get(request.adapter) if request.adapter else model.model
+            solo_cache = cache or make_prompt_cache(weights)
             if drafter is not None and can_speculate(solo_cache):
                 seq.solo = SpeculativeRun(
-                    model.model, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
                     sampler, drafter[0], drafter[1], max_tokens, self.config.prefill_step_size)
             else:
                 seq.solo = SoloRun(
-                    model.model, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
                     sampler, processors, max_tokens, self.config.prefill_step_size,
                 )
             self._solo = seq
@@ -295,6 +301,12 @@ class Engine:
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
+
+    def _caches_prompt(self, request: GenerationRequest) -> bool:
+        """The prompt cache holds the base model's keys and values: an adapted model neither
+        reads nor donates them."""
+        return (self.prompt_cache is not None and request.sampling.cache_prompt is not False
+                and request.adapter is None)
 
     def _running(self) -> list[ActiveSequence]:
         solo = [self._solo] if self._solo is not None else []
@@ -370,10 +382,7 @@ class Engine:
     ) -> None:
         request = seq.handle.request
         draft = getattr(seq.solo, "draft_stats", None)
-        donate = (
-            self.prompt_cache is not None and request.sampling.cache_prompt is not False
-            and reason != "error"
-        )
+        donate = self._caches_prompt(request) and reason != "error"
         if seq.solo is not None:
             if cache is None and donate:
                 cache = (seq.solo.cache, seq.solo.held_tokens())

@@ -2,8 +2,9 @@
 inside the operator's ``--adapter-dir`` allowlist) and ``draft_model`` / ``num_draft_tokens``
 (speculative decoding).
 
-Adapters are not served per request yet: an allowed, existing adapter directory answers the
-documented 501 ``not_supported_error``. A non-null ``draft_model`` may only name the draft
+An allowed adapter directory (holding mlx-lm's ``adapter_config.json`` and
+``adapters.safetensors``) is applied to the request: the engine loads base + adapter once,
+caches it, and decodes such requests unbatched. A non-null ``draft_model`` may only name the draft
 model the server was started with (``--draft-model``: its path as given, its real path or its
 directory name); any other value is a 400, because a request never makes the server load a
 file. Without a configured draft model it is the documented 501. ``draft_model: null`` decodes
@@ -21,6 +22,7 @@ from ..errors import InvalidRequestError, NotSupported
 from .sampling_fields import OpenAISamplingFields
 
 ADAPTER_FLAG = "--adapter-dir (env MLXCEL_ADAPTER_DIR)"
+ADAPTER_FILES = ("adapter_config.json", "adapters.safetensors")
 
 
 def resolve_adapter(value: str, adapter_dir: str | None) -> Path:
@@ -48,6 +50,10 @@ def resolve_adapter(value: str, adapter_dir: str | None) -> Path:
         raise InvalidRequestError(
             f"No adapter directory {value!r} under the server's adapter directory.",
             param="adapters")
+    if not all((real / name).is_file() for name in ADAPTER_FILES):
+        raise InvalidRequestError(
+            f"{value!r} is not an mlx-lm adapter directory (it needs "
+            f"{' and '.join(ADAPTER_FILES)}).", param="adapters")
     return real
 
 
@@ -57,16 +63,14 @@ def draft_model_names(draft_model: str) -> set[str]:
 
 
 def check_model_fields(request: OpenAISamplingFields, adapter_dir: str | None,
-                       draft_model: str | None = None) -> None:
-    """Refuse what this server cannot honour; ``draft_model: null`` and ``num_draft_tokens``
-    are accepted (they switch the server's drafter off, or size its drafts)."""
-    if request.adapters is not None:
-        resolve_adapter(request.adapters, adapter_dir)
-        raise NotSupported(
-            "Per-request LoRA adapters are not served yet: the adapter directory is allowed, "
-            "but this server cannot apply it to a generation.", param="adapters")
+                       draft_model: str | None = None) -> str | None:
+    """Refuse what this server cannot honour; return the adapter directory to apply, if any.
+    ``draft_model: null`` and ``num_draft_tokens`` are accepted (they switch the server's
+    drafter off, or size its drafts)."""
+    adapter = (str(resolve_adapter(request.adapters, adapter_dir))
+               if request.adapters is not None else None)
     if request.draft_model is None:
-        return
+        return adapter
     if draft_model is None:
         raise NotSupported(
             "This server has no draft model: start it with --draft-model PATH to serve "
@@ -75,3 +79,4 @@ def check_model_fields(request: OpenAISamplingFields, adapter_dir: str | None,
         raise InvalidRequestError(
             f"draft_model must name the server's draft model ({Path(draft_model).name}); "
             "a request cannot load another model.", param="draft_model")
+    return adapter
