@@ -211,3 +211,15 @@ def test_bodies_and_chunks_with_draft_timings_validate_against_the_spec(
     native = drafted.post(NATIVE, json={"prompt": "Once", "n_predict": 20,
                                         "temperature": 0}).json()
     assert spec.validate_json("POST", NATIVE, 200, native) == []
+
+
+def test_logprobs_match_plain_decoding(drafted: TestClient, plain: TestClient) -> None:
+    fields = {"max_tokens": 24, "logprobs": True, "top_logprobs": 2}
+    want = _chat(plain, "Tell me a story.", **fields)["choices"][0]["logprobs"]["content"]
+    got_body = _chat(drafted, "Tell me a story.", **fields)
+    got = got_body["choices"][0]["logprobs"]["content"]
+    assert "timings" in got_body
+    assert [e["token"] for e in got] == [e["token"] for e in want]
+    for g, w in zip(got, want, strict=True):
+        assert g["logprob"] == pytest.approx(w["logprob"], abs=1e-3)
+        assert [t["token"] for t in g["top_logprobs"]] == [t["token"] for t in w["top_logprobs"]]
