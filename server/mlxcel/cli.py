@@ -16,7 +16,12 @@ from .bundled import bundled_model_path
 from .chat.template import load_template_override
 from .chat.template_kwargs import parse_server_kwargs
 from .config import GenerationDefaults, ServerConfig
-from .engine.distributed import is_follower, run_follower
+from .engine.distributed import (
+    is_follower,
+    run_follower,
+    sharded_engine_config,
+    sharding_group,
+)
 from .engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from .engine.worker import Engine, EngineConfig
 from .observability import start_metrics_server
@@ -164,7 +169,7 @@ def add_speculative_flags(p: argparse.ArgumentParser) -> None:
 
 
 def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfig:
-    return EngineConfig(
+    engine = EngineConfig(
         model=config.model,
         ctx_size=config.ctx_size,
         parallel=max(1, args.parallel),
@@ -178,6 +183,10 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         draft_max=max(0, args.draft_max),
         prompt_lookup=args.spec_type in ("ngram-simple", "prompt-lookup"),
     )
+    # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
+    return engine if sharding_group() is None else sharded_engine_config(engine)
+
+
 def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
                                  args: argparse.Namespace) -> None:
     """Fail at startup rather than claim a capability this build does not have."""

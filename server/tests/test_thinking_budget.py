@@ -109,3 +109,19 @@ def test_budget_holds_inside_the_batch(client: TestClient) -> None:
     for message in messages:
         reasoning = (message.get("reasoning_content") or "").strip()
         assert "equals" not in reasoning and message["content"]
+
+
+def test_anthropic_budget_tokens_is_the_thinking_budget(client: TestClient) -> None:
+    body = {"model": "m", "max_tokens": 40, "messages": THINK, "temperature": 0,
+            "cache_prompt": False}
+    full = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
+                                                                   "budget_tokens": 1024}})
+    cut = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
+                                                                  "budget_tokens": 0}})
+    assert full.status_code == cut.status_code == 200
+    thinking = [b for b in full.json()["content"] if b["type"] == "thinking"]
+    assert "2 plus 2 equals 4" in thinking[0]["thinking"]
+    assert "2 plus 2 equals 4" not in str(cut.json()["content"])
+    bad = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
+                                                                  "budget_tokens": -5}})
+    assert bad.status_code == 400 and bad.json()["type"] == "error"

@@ -60,7 +60,8 @@ def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict
     return list(stores.conversations.get(conv_id) or [])
 
 
-def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores) -> PreparedTurn:
+def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
+            default_max_tokens: int) -> PreparedTurn:
     # A prompt past the context is refused by the engine at submit, after any compaction.
     check_unsupported(body)
     tools = chat_tools(body)
@@ -70,8 +71,9 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores)
     if not history:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input")
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
+    max_tokens = body.max_output_tokens or body.max_tokens or default_max_tokens
     messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
-                                      response_format_of(body))
+                                      response_format_of(body), max_tokens)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens = model.decode(prompt[-4:]).endswith("<think>\n")
     budget = budget_factory(model, body.thinking_budget(), opens)

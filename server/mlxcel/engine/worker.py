@@ -22,7 +22,13 @@ from typing import Any
 from mlx_lm.generate import BatchGenerator
 from mlx_lm.models.cache import make_prompt_cache
 
-from ..errors import ContextLengthExceeded, InvalidRequestError, ModelLoading, ServerError
+from ..errors import (
+    ContextLengthExceeded,
+    InvalidRequestError,
+    ModelLoading,
+    NotSupported,
+    ServerError,
+)
 from . import loop_detection
 from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
@@ -66,6 +72,12 @@ class EngineConfig:
     draft_model: str | None = None
     draft_max: int = 3
     prompt_lookup: bool = False
+    # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
+    solo_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.solo_only and self.parallel != 1:
+            raise ValueError("solo_only serves one request at a time: parallel must be 1")
 
     @property
     def slot_ctx_size(self) -> int:
@@ -159,6 +171,9 @@ class Engine:
         if n_prompt == 0:
             raise InvalidRequestError("The prompt is empty.", param="prompt")
         check_logit_bias(request.sampling, model.vocab_size)
+        if request.adapter is not None and self.config.solo_only:
+            raise NotSupported("LoRA adapters are not served under sharded serving.",
+                               param="adapters")
         if n_prompt >= model.context_size:
             raise ContextLengthExceeded(
                 f"the request exceeds the available context size: {n_prompt} prompt tokens, "
@@ -266,13 +281,16 @@ class Engine:
         builtin = build_logits_processors(request.sampling)
         processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        drafter = choose_drafter(
+        # Sharded serving mirrors model calls on the followers, not cache trims: no drafter.
+        drafter = None if self.config.solo_only else choose_drafter(
             request.sampling, bool(processors), self.draft.model if self.draft else None,
             self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
-        # A speculative request takes the single-sequence lane whenever it is free (drafting
-        # cannot join the batch); otherwise it decodes plainly in the batch.
-        if self._solo is None and (drafter is not None or needs_solo_lane(handle)
-                                   or (not self._by_uid and len(self.queue) == 0)):
+        # A speculative or adapter request takes the single-sequence lane whenever it is free
+        # (neither can join the batch); a speculative one finding it taken decodes plainly in
+        # the batch, an adapter one waits for it (see _admit).
+        if self.config.solo_only or (self._solo is None and (
+                drafter is not None or needs_solo_lane(handle)
+                or (not self._by_uid and len(self.queue) == 0))):
             weights = self.adapters.get(request.adapter) if request.adapter else model.model
             solo_cache = cache or make_prompt_cache(weights)
             if drafter is not None and can_speculate(solo_cache):

@@ -154,7 +154,8 @@ def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> 
 
 
 def _constraints(
-    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None
+    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None,
+    max_tokens: int,
 ) -> tuple[LogitsProcessorFactory, ...]:
     if plan.required and is_constraining(request.response_format):
         raise InvalidRequestError(
@@ -162,7 +163,7 @@ def _constraints(
             param="tool_choice",
         )
     if plan.required and plan.tools:
-        return forced_call_factories(model, fmt, plan.tools)
+        return forced_call_factories(model, fmt, plan.tools, max_tokens)
     return response_format_factories(model, request.response_format)
 
 
@@ -175,7 +176,8 @@ def to_chat_setup(
     request.check_n()
     plan = plan_tools(request.tools, request.tool_choice)
     fmt = tool_format_of(model) if plan.tools else None
-    factories = _constraints(request, model, plan, fmt)
+    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
+    factories = _constraints(request, model, plan, fmt, limit)
     kwargs = _template_kwargs(request, server_template_kwargs or {})
     markers = reasoning_markers(model)
     messages = apply_rolling_checkpoint(
@@ -184,7 +186,6 @@ def to_chat_setup(
     messages = place_instruction(messages, plan.instruction)
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
                          role_mapping=request.role_mapping)
-    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
     sampling = request.sampling(defaults)
     opens = prompt_opens_reasoning(prompt.text, markers)
     budget = budget_factory(model, request.thinking_budget(), opens, markers)
