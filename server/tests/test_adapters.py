@@ -72,3 +72,26 @@ def test_adapter_requests_wait_for_the_lane_and_stay_exact(
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda fields: _reply(client, **fields), jobs))
     assert got == [plain, adapted, plain, adapted]
+
+
+def test_queue_pop_skips_blocked_requests_keeping_their_place() -> None:
+    import asyncio
+
+    from mlxcel.engine.adapters import needs_solo_lane
+    from mlxcel.engine.handle import RequestHandle
+    from mlxcel.engine.request import GenerationRequest
+    from mlxcel.engine.scheduler import PrefillQueue
+
+    loop = asyncio.new_event_loop()
+    try:
+        queue = PrefillQueue(8)
+        handles = [RequestHandle(GenerationRequest((1,), 1, adapter=a), loop)
+                   for a in ("/a", None, "/b", None)]
+        for handle in handles:
+            queue.push(handle)
+        assert queue.pop(needs_solo_lane) is handles[1]
+        assert queue.pop(needs_solo_lane) is handles[3]
+        assert queue.pop(needs_solo_lane) is None
+        assert [queue.pop(), queue.pop(), queue.pop()] == [handles[0], handles[2], None]
+    finally:
+        loop.close()
