@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--xtc-threshold", type=float, default=d.xtc_threshold)
     add_engine_flags(p)
     add_media_flags(p)
+    add_speculative_flags(p)
     add("--chat-template", default=_env("LLAMA_ARG_CHAT_TEMPLATE"),
         help="Jinja chat template (text or a file path) replacing the model's "
         "[env LLAMA_ARG_CHAT_TEMPLATE]")
@@ -188,6 +189,27 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
     add("--no-slots", dest="slots", action="store_false", help="do not serve /slots")
 
 
+SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "prompt-lookup")
+
+
+def add_speculative_flags(p: argparse.ArgumentParser) -> None:
+    """Speculative decoding, with mlx-lm's and llama-server's flag names (docs/speculative.md)."""
+    add = p.add_argument
+    add("--draft-model", "-md", "--model-draft", "--spec-draft-model", dest="draft_model",
+        default=_env("LLAMA_ARG_SPEC_DRAFT_MODEL", _env("LLAMA_ARG_MODEL_DRAFT")),
+        help="draft model directory (sharing the model's tokenizer) for speculative decoding "
+        "[env LLAMA_ARG_SPEC_DRAFT_MODEL]")
+    add("--draft-max", "--num-draft-tokens", "--spec-draft-n-max", "--draft", "--draft-n",
+        dest="draft_max", type=int,
+        default=int(_env("LLAMA_ARG_SPEC_DRAFT_N_MAX", _env("LLAMA_ARG_DRAFT_MAX", "3")) or 3),
+        help="tokens drafted per verify round (default 3; a request's num_draft_tokens wins) "
+        "[env LLAMA_ARG_SPEC_DRAFT_N_MAX, LLAMA_ARG_DRAFT_MAX]")
+    add("--spec-type", choices=SPEC_TYPES, default=_env("LLAMA_ARG_SPEC_TYPE", "none"),
+        help="ngram-simple (alias prompt-lookup): prompt-lookup decoding, n-gram drafts from "
+        "the prompt and the text so far, no second model; --draft-model takes precedence "
+        "[env LLAMA_ARG_SPEC_TYPE]")
+
+
 def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfig:
     engine = EngineConfig(
         model=config.model,
@@ -200,6 +222,9 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         cache_entries=args.cache_entries,
         cache_ttl_s=args.cache_ttl,
         media=media_policy(args),
+        draft_model=config.draft_model,
+        draft_max=max(0, args.draft_max),
+        prompt_lookup=args.spec_type in ("ngram-simple", "prompt-lookup"),
     )
     # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
     return engine if sharding_group() is None else sharded_engine_config(engine)
@@ -258,6 +283,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         conversation_store_ttl_secs=args.conversation_store_ttl_secs,
         embedding_model=args.embedding_model or None,
         adapter_dir=args.adapter_dir or None,
+        draft_model=args.draft_model or None,
         rerank_model=args.rerank_model or None,
         pooling=args.pooling,
     )
