@@ -34,6 +34,9 @@ def tests(session: nox.Session) -> None:
     session.run("mypy")
     session.run("pytest", "-q", *session.posargs)
     session.run("mlxcel-conformance", "--report", "reports/reference")
+    # Speculative decoding needs a drafter: the same server with the bundled draft model.
+    session.run("mlxcel-conformance", "--server-draft", "-k", "speculative",
+                "--report", "reports/reference-speculative")
 
 
 @nox.session

@@ -21,7 +21,7 @@ from .golden_diff import format_case
 from .profiles import Profile, get_profile
 from .report import Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
-from .target import ReferenceServer, Target
+from .target import ReferenceServer, Target, bundled_draft_args
 
 _REPORT_KEY = pytest.StashKey[Report]()
 _PROFILE_KEY = pytest.StashKey[Profile]()
@@ -51,6 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="schemathesis examples per operation (nox -s fuzz raises it)")
     group.addoption("--server-model", default=None,
                     help="model for the self-started reference server (default: bundled)")
+    group.addoption("--server-draft", action="store_true", default=False,
+                    help="start the self-started reference server with the bundled draft model "
+                    "(speculative decoding); its goldens are recorded without one")
     group.addoption("--request-timeout", default=None, type=float,
                     help="seconds a suite request may take (default 60; peers run lower)")
     group.addoption("--fail-on", default="any", choices=["any", "fail"],
@@ -81,6 +84,8 @@ def target(pytestconfig: pytest.Config) -> Iterator[Target]:
         yield tgt
         return
     server = ReferenceServer(model=pytestconfig.getoption("--server-model"))
+    if pytestconfig.getoption("--server-draft"):
+        server.extra_args = (*server.extra_args, *bundled_draft_args())
     tgt = server.start()
     tgt.model = pytestconfig.getoption("--model")
     pytestconfig.stash[_REPORT_KEY].target = tgt.base_url

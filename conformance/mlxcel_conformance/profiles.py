@@ -8,6 +8,9 @@ Decisions recorded here:
   SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
 - `mlx-lm-fields` (mlx-lm's documented chat fields) is claimed by `mlxcel` and `mlx-lm` only.
 - `llama-server` serves /v1/responses and /v1/messages nowadays, so it claims both.
+- `vision` is image *input* (image parts on chat, Responses and Messages); `images` is image
+  *generation* (/v1/images/*). A server whose loaded model reads no images (it answers a valid
+  image with 400) reports `vision` UNSUPPORTED at run time, whatever its profile claims.
 - `audio`, `images` and `realtime` check mlxcel's documented 501 for a route without its model
   (the flag named in the message): only the `mlxcel` profile claims them.
 """
@@ -33,6 +36,7 @@ FAMILIES: tuple[str, ...] = (
     "embeddings",
     "audio",
     "images",
+    "vision",
     "realtime",
     "schema",
     "sdk-openai",

@@ -55,3 +55,5 @@ class ServerConfig:
     pooling: str | None = None  # none | mean | cls | last; None = the checkpoint's own
     # --adapter-dir: the only directory per-request ``adapters`` may name (None: refused).
     adapter_dir: str | None = None
+    # --draft-model: the only draft model a request's ``draft_model`` may name (None: 501).
+    draft_model: str | None = None

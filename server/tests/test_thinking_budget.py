@@ -93,11 +93,12 @@ def test_bad_budget_is_a_400(client: TestClient, value: Any) -> None:
     assert response.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_disagreeing_aliases_are_a_400() -> None:
-    with pytest.raises(InvalidRequestError):
-        requested_budget({"thinking_budget_tokens": 1, "reasoning_budget": 2})
-    assert requested_budget({"thinking_budget_tokens": 3, "reasoning_budget": 3}) == 3
+def test_the_first_alias_wins() -> None:
+    assert requested_budget({"thinking_budget_tokens": 1, "reasoning_budget": 2}) == 1
+    assert requested_budget({"reasoning_budget_tokens": 4, "reasoning_budget": 2}) == 4
     assert requested_budget({"reasoning_budget_tokens": -1}) is None
+    with pytest.raises(InvalidRequestError):
+        requested_budget({"reasoning_budget": -3})
 
 
 def test_budget_holds_inside_the_batch(client: TestClient) -> None:

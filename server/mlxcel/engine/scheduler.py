@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import QueueFull
 from .handle import RequestHandle
@@ -39,9 +39,20 @@ class PrefillQueue:
             heapq.heappush(self._heap, (rank, next(self._order), handle))
             self._nonempty.notify()
 
-    def pop(self) -> RequestHandle | None:
+    def pop(self, blocked: Callable[[RequestHandle], bool] | None = None) -> RequestHandle | None:
+        """The first request in order; with ``blocked``, the first one it does not block
+        (the others keep their place)."""
         with self._lock:
-            return heapq.heappop(self._heap)[2] if self._heap else None
+            if not self._heap:
+                return None
+            if blocked is None:
+                return heapq.heappop(self._heap)[2]
+            for item in sorted(self._heap, key=lambda item: item[:2]):
+                if not blocked(item[2]):
+                    self._heap.remove(item)
+                    heapq.heapify(self._heap)
+                    return item[2]
+            return None
 
     def wait(self, timeout: float) -> None:
         """Block the engine thread until something is queued (or ``timeout``)."""

@@ -31,6 +31,7 @@ from ..engine.request import (
 )
 from ..errors import InvalidRequestError
 from .chat import new_id
+from .timings import draft_fields, llama_timings
 from .types import Int
 
 PromptItem = str | Int | list[str | Int]
@@ -319,7 +320,7 @@ class NativeRun:
             chunk["completion_probabilities"] = completion_probabilities(event.logprobs)
         return chunk
 
-    def timings(self) -> dict[str, float | int]:
+    def timings(self) -> dict[str, Any]:
         """Prompt time runs from submission to the first generated token (queue wait and
         prefill included); predicted time from there to the end."""
         assert self.finished is not None and self.ended_at is not None
@@ -328,19 +329,11 @@ class NativeRun:
         predicted_n = self.finished.completion_tokens
         prompt_ms = (first - self.started) * 1e3
         predicted_ms = (self.ended_at - first) * 1e3
-        return {
-            "cache_n": 0,
-            "prompt_n": prompt_n,
-            "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
-            "prompt_per_second": prompt_n / prompt_ms * 1e3 if prompt_ms > 0 else 0.0,
-            "predicted_n": predicted_n,
-            "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / predicted_n if predicted_n else 0.0,
-            "predicted_per_second": (
-                predicted_n / predicted_ms * 1e3 if predicted_ms > 0 and predicted_n else 0.0
-            ),
-        }
+        timings = llama_timings(prompt_n, prompt_ms, predicted_n, predicted_ms)
+        draft = self.finished.draft
+        if draft is not None and draft.rounds > 0:  # a drafter ran: its four counters too
+            timings.update(draft_fields(draft))
+        return timings
 
     def final(self, model_name: str, prompt_text: str, settings: dict[str, Any], *,
               streamed: bool, return_tokens: bool) -> dict[str, Any]:

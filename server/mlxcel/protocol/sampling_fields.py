@@ -117,6 +117,10 @@ class OpenAISamplingFields(BaseModel):
             xtc_threshold=_pick(self.xtc_threshold, defaults.xtc_threshold),
             cache_prompt=self.cache_prompt_setting(),
             loop_detection=self._loop_detection(),
+            # mlx-lm's `draft_model: null`: no drafting for this request (a named draft model
+            # was checked against the server's in mlx_lm_fields.check_model_fields).
+            speculative=not ("draft_model" in self.model_fields_set and self.draft_model is None),
+            num_draft_tokens=self.num_draft_tokens,
         )
 
     def cache_prompt_setting(self) -> bool | None:
