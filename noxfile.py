@@ -1,5 +1,5 @@
 """Sessions: tests (the README's test command), conformance, fuzz, goldens, lint, bench,
-peers, docs, package, sharded.
+peers, docs, package, fixtures, sharded.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -93,6 +93,14 @@ def package(session: nox.Session) -> None:
     bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
     _install(session)
     session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
+
+
+@nox.session
+def fixtures(session: nox.Session) -> None:
+    """Rebuild every fixture model in a temp dir and compare with the committed bytes."""
+    _install(session)
+    session.run("python", "fixtures/build_fixtures.py", "--check")
+    session.run("python", "fixtures/build_family_fixtures.py", "--check", *session.posargs)
 
 
 @nox.session

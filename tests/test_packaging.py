@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import tarfile
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mlxcel_conformance.target import free_port
+from mlxcel_conformance.target import free_port, wait_healthy
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,15 +83,8 @@ def installed_server(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (cwd / "server.log").read_text()
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        assert wait_healthy(url, proc, 180, "the installed mlxcel-server",
+                            lambda: (cwd / "server.log").read_text()[-4000:], poll_s=0.5)
         yield url
     finally:
         proc.terminate()

@@ -41,6 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--model", default=None, help="model name to send (default: /v1/models[0])")
     group.addoption("--profile", default=None,
                     help="families the target claims: mlxcel, mlx-lm, llama-server, openai")
+    group.addoption("--families", default=None,
+                    help="comma-separated families: run only these of the profile's "
+                    "(e.g. chat); the others are UNSUPPORTED")
     group.addoption("--report", default=None, help="directory for conformance.json/.md")
     group.addoption("--goldens", default="auto", choices=["auto", "exact", "shape"],
                     help="golden replay mode (auto: exact for the self-started server)")
@@ -60,9 +63,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "conformance(family, feature): a conformance test of one feature of a family"
     )
     base_url = config.getoption("--base-url")
-    profile_name = config.getoption("--profile") or "mlxcel"
-    config.stash[_PROFILE_KEY] = get_profile(profile_name)
-    config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile_name)
+    profile = get_profile(config.getoption("--profile") or "mlxcel")
+    families = config.getoption("--families")
+    if families:
+        profile = profile.narrowed(name.strip() for name in families.split(","))
+    config.stash[_PROFILE_KEY] = profile
+    config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile.name)
 
 
 @pytest.fixture(scope="session")

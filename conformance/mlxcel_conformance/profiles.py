@@ -61,6 +61,12 @@ class Profile:
     def __post_init__(self) -> None:
         _validate(self.families)
 
+    def narrowed(self, families: Iterable[str]) -> Profile:
+        """This profile limited to `families` (e.g. `--families chat`): the rest UNSUPPORTED."""
+        chosen = _validate(families)
+        return Profile(f"{self.name}:{','.join(sorted(chosen))}", self.families & chosen,
+                       f"{self.description} (only {', '.join(sorted(chosen))})")
+
     def claims(self, family: str) -> bool:
         """Whether the target claims `family`; an unknown family name is a suite bug."""
         _validate([family])

@@ -49,7 +49,7 @@ for _prefix in ("/v1", ""):
         ("DELETE", f"{_prefix}/responses/{{response_id}}"): ("responses", _STORED),
         ("POST", f"{_prefix}/responses/{{response_id}}/cancel"): ("responses", _STORED),
         ("POST", f"{_prefix}/messages"): ("anthropic",
-                                          ("200", "400", "401", "413", "500", "503")),
+                                          ("200", "400", "401", "413", "500", "503", "529")),
         ("POST", f"{_prefix}/messages/count_tokens"): ("anthropic",
                                                        ("200", "400", "401", "413", "503")),
     })

@@ -16,7 +16,12 @@ from .bundled import bundled_model_path
 from .chat.template import load_template_override
 from .chat.template_kwargs import parse_server_kwargs
 from .config import GenerationDefaults, ServerConfig
-from .engine.distributed import is_follower, run_follower
+from .engine.distributed import (
+    is_follower,
+    run_follower,
+    sharded_engine_config,
+    sharding_group,
+)
 from .engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from .engine.worker import Engine, EngineConfig
 from .observability import start_metrics_server
@@ -142,7 +147,7 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
 
 
 def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfig:
-    return EngineConfig(
+    engine = EngineConfig(
         model=config.model,
         ctx_size=config.ctx_size,
         parallel=max(1, args.parallel),
@@ -153,6 +158,10 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         cache_entries=args.cache_entries,
         cache_ttl_s=args.cache_ttl,
     )
+    # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
+    return engine if sharding_group() is None else sharded_engine_config(engine)
+
+
 def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
                                  args: argparse.Namespace) -> None:
     """Fail at startup rather than claim a capability this build does not have."""

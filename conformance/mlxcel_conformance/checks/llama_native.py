@@ -94,3 +94,29 @@ def check_native_stream_sequence(text: str) -> tuple[str, dict[str, Any]]:
         predicted = partial["tokens_predicted"]
     streamed = "".join(p["content"] for p in partials) + str(final.get("content") or "")
     return streamed, final
+
+
+@check("native_n_probs", severity=Severity.MEDIUM,
+       description="/completion n_probs: completion_probabilities per generated token, the "
+       "n_probs most likely tokens sorted, log probabilities at most 0")
+def check_native_n_probs(body: Mapping[str, Any], n_probs: int) -> None:
+    probs = body.get("completion_probabilities")
+    if not isinstance(probs, list):
+        fail("native_n_probs", "n_probs set but completion_probabilities missing", body=body)
+    if len(probs) != body.get("tokens_predicted"):
+        fail("native_n_probs", "one completion_probabilities entry per predicted token",
+             entries=len(probs), tokens_predicted=body.get("tokens_predicted"))
+    for index, entry in enumerate(probs):
+        top = entry.get("top_logprobs") if isinstance(entry, dict) else None
+        if not isinstance(top, list) or len(top) != n_probs:
+            fail("native_n_probs", f"entry {index}: top_logprobs must hold n_probs={n_probs} "
+                 "tokens", entry=entry)
+        values = [t.get("logprob") for t in top]
+        if not all(isinstance(v, (int, float)) and v <= 0 for v in values):
+            fail("native_n_probs", f"entry {index}: log probabilities must be numbers <= 0",
+                 entry=entry)
+        if values != sorted(values, reverse=True):
+            fail("native_n_probs", f"entry {index}: top_logprobs not sorted, most likely first",
+                 entry=entry)
+        if not isinstance(entry.get("logprob"), (int, float)) or entry["logprob"] > 0:
+            fail("native_n_probs", f"entry {index}: logprob of the sampled token", entry=entry)

@@ -10,6 +10,7 @@ import pytest
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.llama_native import (
     check_native_completion_body,
+    check_native_n_probs,
     check_native_stream_sequence,
 )
 from mlxcel_conformance.checks.registry import fail
@@ -67,6 +68,17 @@ def test_native_token_prompt_matches_text(client: SuiteClient) -> None:
     if by_ids["tokens_evaluated"] != len(tokens):
         fail("native_completion_body", "tokens_evaluated differs from the prompt length",
              tokens_evaluated=by_ids["tokens_evaluated"], prompt_tokens=len(tokens))
+
+
+@pytest.mark.conformance(family="llama-native", feature="native.completion.n_probs")
+def test_native_n_probs(client: SuiteClient) -> None:
+    body = native_json(client, _payload(n_probs=3))
+    check_native_n_probs(body, 3)
+    greedy = [entry["top_logprobs"][0]["id"] == entry["id"]
+              for entry in body["completion_probabilities"]]
+    if not all(greedy):
+        fail("native_n_probs", "greedy decoding sampled a token that is not the most likely",
+             probabilities=body["completion_probabilities"])
 
 
 @pytest.mark.conformance(family="llama-native", feature="native.completion.stop_word")

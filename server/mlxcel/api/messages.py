@@ -8,8 +8,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..chat.forcing import constrain
+from ..chat.forcing import constrain, instructed_messages
 from ..chat.template import render_chat_prompt
+from ..chat.thinking_budget import budget_factory
 from ..engine.request import GenerationRequest
 from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
@@ -70,9 +71,12 @@ async def create_message(request: Request) -> Response:
     model = state.require_model()
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
-                                      forced_tool_choice(body), None)
+                                      forced_tool_choice(body), None, body.max_tokens)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
+    budget = budget_factory(model, body.thinking_budget(), opens_reasoning)
+    if budget is not None:
+        constraints = (budget, *constraints)
     gen = GenerationRequest(
         prompt_tokens=tuple(prompt),
         max_tokens=body.max_tokens,
@@ -99,7 +103,10 @@ async def count_tokens(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CountTokensRequest, await bounded_body(request))
     model = state.require_model()
-    prompt = render_chat_prompt(model, template_messages(body), tools=chat_tools(body))
+    tools = chat_tools(body)
+    # The forced-choice instruction /v1/messages would add is part of the real prompt.
+    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
+    prompt = render_chat_prompt(model, messages, tools=tools)
     return JSONResponse({"input_tokens": len(prompt)})
 
 

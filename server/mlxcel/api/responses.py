@@ -46,7 +46,7 @@ async def create_response(request: Request) -> Response:
     stores = stores_of(request)
     body = parse_body(ResponsesRequest, await request.body())
     model = state.require_model()
-    turn = prepare(body, model, stores)
+    turn = prepare(body, model, stores, state.config.defaults.n_predict)
     compacted = await apply_context_management(request, state, model, turn)
     gen = generation_request(turn, state, model.context_size)
     handle = state.engine.submit(gen, request_priority(request))
@@ -97,7 +97,8 @@ async def cancel_response(request: Request, response_id: str) -> Response:
 async def count_input_tokens(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(ResponsesRequest, await request.body())
-    turn = prepare(body, state.require_model(), stores_of(request))
+    turn = prepare(body, state.require_model(), stores_of(request),
+                   state.config.defaults.n_predict)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": len(turn.prompt)})
 
 

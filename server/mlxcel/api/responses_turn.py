@@ -8,6 +8,7 @@ from typing import Any
 
 from ..chat.forcing import constrain
 from ..chat.template import render_chat_prompt
+from ..chat.thinking_budget import budget_factory
 from ..engine.model import LoadedModel
 from ..engine.request import GenerationRequest, LogitsProcessorFactory
 from ..errors import InvalidRequestError
@@ -59,7 +60,8 @@ def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict
     return list(stores.conversations.get(conv_id) or [])
 
 
-def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores) -> PreparedTurn:
+def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
+            default_max_tokens: int) -> PreparedTurn:
     # A prompt past the context is refused by the engine at submit, after any compaction.
     check_unsupported(body)
     tools = chat_tools(body)
@@ -69,10 +71,14 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores)
     if not history:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input")
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
+    max_tokens = body.max_output_tokens or body.max_tokens or default_max_tokens
     messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
-                                      response_format_of(body))
+                                      response_format_of(body), max_tokens)
     prompt = render_chat_prompt(model, messages, tools=tools)
     opens = model.decode(prompt[-4:]).endswith("<think>\n")
+    budget = budget_factory(model, body.thinking_budget(), opens)
+    if budget is not None:
+        constraints = (budget, *constraints)
     return PreparedTurn(body, history, tools, prompt, opens, constraints)
 
 

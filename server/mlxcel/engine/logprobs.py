@@ -55,7 +55,7 @@ class LogprobRenderer:
 
     def _top(self, token_id: int, logprob: float) -> TopLogprob:
         text, raw = self._piece(token_id)
-        return TopLogprob(token=text, logprob=max(logprob, -9999.0), bytes=raw)
+        return TopLogprob(token=text, logprob=max(logprob, -9999.0), bytes=raw, token_id=token_id)
 
     def _piece(self, token_id: int) -> tuple[str, tuple[int, ...]]:
         cached = self._cache.get(token_id)

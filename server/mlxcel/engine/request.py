@@ -92,6 +92,7 @@ class TopLogprob:
     token: str
     logprob: float
     bytes: tuple[int, ...]
+    token_id: int = -1
 
 
 @dataclass(frozen=True)

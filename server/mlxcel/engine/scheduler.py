@@ -1,8 +1,8 @@
 """The prefill queue: requests waiting for a slot, ordered by X-Priority then arrival.
 
-Bounded: when it is full, ``push`` raises ``ServerBusy`` at once, so the route answers 503
-before any SSE header (admission control). Thread-safe: routes push from the event loop, the
-engine thread pops.
+Bounded: when it is full, ``push`` raises ``QueueFull`` at once, so the route answers 503 (529
+on Anthropic's routes) before any SSE header (admission control). Thread-safe: routes push from
+the event loop, the engine thread pops.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import itertools
 import threading
 from collections.abc import Iterator
 
-from ..errors import ServerBusy
+from ..errors import QueueFull
 from .handle import RequestHandle
 from .request import PRIORITY_RANK
 
@@ -35,7 +35,7 @@ class PrefillQueue:
         rank = PRIORITY_RANK.get(handle.request.priority, PRIORITY_RANK["normal"])
         with self._lock:
             if len(self._heap) >= self.capacity:
-                raise ServerBusy(BUSY_MESSAGE)
+                raise QueueFull(BUSY_MESSAGE)
             heapq.heappush(self._heap, (rank, next(self._order), handle))
             self._nonempty.notify()
 

@@ -59,6 +59,12 @@ class EngineConfig:
     cache_bytes: int = DEFAULT_CAPACITY_BYTES
     cache_entries: int = DEFAULT_MAX_ENTRIES
     cache_ttl_s: float = DEFAULT_TTL_S
+    # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
+    solo_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.solo_only and self.parallel != 1:
+            raise ValueError("solo_only serves one request at a time: parallel must be 1")
 
     @property
     def slot_ctx_size(self) -> int:
@@ -252,7 +258,9 @@ class Engine:
         builtin = build_logits_processors(request.sampling)
         processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        if self._solo is None and not self._by_uid and len(self.queue) == 0:
+        if self.config.solo_only or (
+            self._solo is None and not self._by_uid and len(self.queue) == 0
+        ):
             seq.solo = SoloRun(
                 model.model, list(prompt[cached:]), cache or make_prompt_cache(model.model),
                 list(prompt[:cached]), sampler, processors, max_tokens,

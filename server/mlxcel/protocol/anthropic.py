@@ -42,6 +42,18 @@ class MessagesRequest(OpenAISamplingFields):
     def thinking_enabled(self) -> bool:
         return (self.thinking or {}).get("type") in ("enabled", "adaptive")
 
+    def thinking_budget(self) -> int | None:
+        """``thinking: {"type": "enabled", "budget_tokens": N}`` is Anthropic's form of the
+        thinking budget; the OpenAI-side aliases apply when it is absent."""
+        thinking = self.thinking or {}
+        budget = thinking.get("budget_tokens")
+        if thinking.get("type") != "enabled" or budget is None:
+            return super().thinking_budget()
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InvalidRequestError("thinking.budget_tokens must be a non-negative integer.",
+                                      param="thinking.budget_tokens")
+        return budget
+
     def stop_strings(self) -> tuple[str, ...]:
         return tuple(self.stop_sequences or ())
 
@@ -160,7 +172,7 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     return tools or None
 
 
-def forced_tool_choice(request: MessagesRequest) -> Any:
+def forced_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:
     """Anthropic's ``any`` / ``tool`` in the chat ``tool_choice`` shape the forcing rules read."""
     choice = request.tool_choice or {}
     if choice.get("type") == "any":

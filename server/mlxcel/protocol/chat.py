@@ -20,6 +20,7 @@ from ..chat.stream_filter import ChatOutputParser
 from ..chat.template import render_chat
 from ..chat.template_kwargs import merged_kwargs, request_kwargs
 from ..chat.thinking import apply_rolling_checkpoint
+from ..chat.thinking_budget import budget_factory
 from ..chat.tool_calls import tool_format_of
 from ..chat.tool_choice import ToolPlan, place_instruction, plan_tools
 from ..chat.tool_formats.base import ToolFormat
@@ -153,7 +154,8 @@ def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> 
 
 
 def _constraints(
-    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None
+    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None,
+    max_tokens: int,
 ) -> tuple[LogitsProcessorFactory, ...]:
     if plan.required and is_constraining(request.response_format):
         raise InvalidRequestError(
@@ -161,7 +163,7 @@ def _constraints(
             param="tool_choice",
         )
     if plan.required and plan.tools:
-        return forced_call_factories(model, fmt, plan.tools)
+        return forced_call_factories(model, fmt, plan.tools, max_tokens)
     return response_format_factories(model, request.response_format)
 
 
@@ -174,7 +176,8 @@ def to_chat_setup(
     request.check_n()
     plan = plan_tools(request.tools, request.tool_choice)
     fmt = tool_format_of(model) if plan.tools else None
-    factories = _constraints(request, model, plan, fmt)
+    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
+    factories = _constraints(request, model, plan, fmt, limit)
     kwargs = _template_kwargs(request, server_template_kwargs or {})
     markers = reasoning_markers(model)
     messages = apply_rolling_checkpoint(
@@ -183,8 +186,11 @@ def to_chat_setup(
     messages = place_instruction(messages, plan.instruction)
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
                          role_mapping=request.role_mapping)
-    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
     sampling = request.sampling(defaults)
+    opens = prompt_opens_reasoning(prompt.text, markers)
+    budget = budget_factory(model, request.thinking_budget(), opens, markers)
+    if budget is not None:
+        factories = (budget, *factories)
     generation = GenerationRequest(
         prompt_tokens=tuple(prompt.tokens),
         max_tokens=limit,
@@ -196,8 +202,7 @@ def to_chat_setup(
         logits_processor_factories=factories,
         request_id=new_id("chatcmpl-"),
     )
-    return ChatSetup(generation, fmt, plan.tools, markers,
-                     prompt_opens_reasoning(prompt.text, markers), plan.required)
+    return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
 
 
 def to_generation_request(

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..chat.thinking_budget import raw_prompt_factories
 from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
 from ..engine.request import Finished, GenerationRequest, TokenDelta, TokenLogprob
@@ -69,6 +70,7 @@ def to_generation_requests(
     if request.best_of is not None and request.best_of > 1:
         raise InvalidRequestError("best_of > 1 is not supported.", param="best_of")
     factories = response_format_factories(model, request.response_format)
+    budget = request.thinking_budget()
     request_id = new_id("cmpl-")
     return [
         GenerationRequest(
@@ -79,7 +81,7 @@ def to_generation_requests(
             logprobs=request.logprobs is not None,
             top_logprobs=request.logprobs or 0,
             ignore_eos=bool(request.ignore_eos),
-            logits_processor_factories=factories,
+            logits_processor_factories=raw_prompt_factories(model, budget, tokens) + factories,
             request_id=request_id,
         )
         for tokens in prompt_token_lists(request, model)

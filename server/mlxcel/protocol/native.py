@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..chat.thinking_budget import ALIASES as BUDGET_ALIASES
+from ..chat.thinking_budget import raw_prompt_factories, requested_budget
 from ..config import GenerationDefaults
 from ..engine.dry import DEFAULT_STRING_BREAKERS, BreakerSequence, breakers_from_strings
 from ..engine.model import LoadedModel
@@ -24,6 +26,7 @@ from ..engine.request import (
     GenerationRequest,
     SamplingParams,
     TokenDelta,
+    TokenLogprob,
 )
 from ..errors import InvalidRequestError
 from .chat import new_id
@@ -61,11 +64,17 @@ class NativeCompletionRequest(BaseModel):
     cache_prompt: bool | None = None
     return_tokens: bool | None = None
     n_probs: Int | None = Field(default=None, ge=0)
+    post_sampling_probs: bool | None = None
     n_cmpl: Int | None = Field(default=None, ge=1)
     logit_bias: list[list[Any]] | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
     json_schema: Any = None
     grammar: str | None = None
+    p_less: bool | None = None
+    # The thinking budget's three aliases (chat/thinking_budget.py); -1 = unlimited.
+    thinking_budget_tokens: Int | None = None
+    reasoning_budget_tokens: Int | None = None
+    reasoning_budget: Int | None = None
 
 
 # -- translation --------------------------------------------------------------------------
@@ -83,11 +92,10 @@ def _check_unsupported(request: NativeCompletionRequest) -> None:
         raise InvalidRequestError(
             f"{field_name} is not supported on /completion.", param=field_name
         )
-    if request.n_probs:
+    if request.post_sampling_probs:
         raise InvalidRequestError(
-            "n_probs is not supported on /completion; use /v1/completions with logprobs.",
-            param="n_probs",
-        )
+            "post_sampling_probs is not supported; n_probs reports the model's log "
+            "probabilities before sampling.", param="post_sampling_probs")
     if request.n_cmpl is not None and request.n_cmpl > 1:
         raise InvalidRequestError("Only n_cmpl=1 is supported.", param="n_cmpl")
     if isinstance(request.stop, list) and len(request.stop) > MAX_STOP:
@@ -191,6 +199,7 @@ def native_sampling(request: NativeCompletionRequest, model: LoadedModel,
         presence_penalty=_pick(request.presence_penalty, defaults.presence_penalty),
         frequency_penalty=_pick(request.frequency_penalty, defaults.frequency_penalty),
         logit_bias=native_logit_bias(request, model),
+        p_less=bool(request.p_less),
         **native_dry(request, model, defaults),
     )
 
@@ -247,6 +256,7 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
     _check_unsupported(request)
     prompts = native_prompts(request, model) if prompts is None else prompts
     stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
+    budget = requested_budget({name: getattr(request, name) for name in BUDGET_ALIASES})
     request_id = new_id("cmpl-")
     return [
         GenerationRequest(
@@ -255,6 +265,9 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
             sampling=native_sampling(request, model, defaults),
             stop=stop,
             ignore_eos=bool(request.ignore_eos),
+            logprobs=bool(request.n_probs),
+            top_logprobs=min(request.n_probs or 0, model.vocab_size),
+            logits_processor_factories=raw_prompt_factories(model, budget, tokens),
             request_id=request_id,
         )
         for tokens in prompts
@@ -282,6 +295,7 @@ class NativeRun:
     ended_at: float | None = None
     text: list[str] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    probabilities: list[dict[str, Any]] = field(default_factory=list)
     finished: Finished | None = None
 
     def feed(self, event: EngineEvent) -> None:
@@ -291,12 +305,13 @@ class NativeRun:
                 self.first_token_at = now
             self.text.append(event.text)
             self.tokens.extend(event.token_ids)
+            self.probabilities.extend(completion_probabilities(event.logprobs))
         else:
             self.finished = event
             self.ended_at = now
 
     def partial(self, event: TokenDelta) -> dict[str, Any]:
-        return {
+        chunk: dict[str, Any] = {
             "index": self.index,
             "content": event.text,
             "tokens": list(event.token_ids),
@@ -305,6 +320,9 @@ class NativeRun:
             "tokens_predicted": len(self.tokens),
             "tokens_evaluated": len(self.gen.prompt_tokens),
         }
+        if self.gen.logprobs:
+            chunk["completion_probabilities"] = completion_probabilities(event.logprobs)
+        return chunk
 
     def timings(self) -> dict[str, float | int]:
         """Prompt time runs from submission to the first generated token (queue wait and
@@ -350,7 +368,20 @@ class NativeRun:
             "stopping_word": self.finished.stop_string or "",
             "tokens_cached": 0,
             "timings": self.timings(),
+            **({"completion_probabilities": self.probabilities}
+               if self.gen.logprobs and not streamed else {}),
         }
+
+
+def completion_probabilities(items: tuple[TokenLogprob, ...]) -> list[dict[str, Any]]:
+    """llama-server's ``completion_probabilities``: per generated token its id, text, bytes
+    and log probability, with the ``n_probs`` most likely tokens at that step."""
+    return [
+        {"id": lp.token_id, "token": lp.token, "bytes": list(lp.bytes), "logprob": lp.logprob,
+         "top_logprobs": [{"id": t.token_id, "token": t.token, "bytes": list(t.bytes),
+                           "logprob": t.logprob} for t in lp.top]}
+        for lp in items
+    ]
 
 
 def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest,
@@ -379,5 +410,5 @@ def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest
         "ignore_eos": gen.ignore_eos,
         "stream": request.stream,
         "cache_prompt": _pick(request.cache_prompt, True),
-        "n_probs": 0,
+        "n_probs": gen.top_logprobs,
     }

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..chat.thinking_budget import requested_budget
 from ..config import GenerationDefaults
 from ..engine.request import LoopDetection, SamplingParams
 from ..errors import InvalidRequestError
@@ -60,6 +61,10 @@ class OpenAISamplingFields(BaseModel):
     min_pattern_size: Int | None = Field(default=None, ge=0)
     min_count: Int | None = Field(default=None, ge=0)
     cache_prompt: bool | None = None
+    # The thinking budget's three aliases (chat/thinking_budget.py); -1 = unlimited.
+    thinking_budget_tokens: Int | None = None
+    reasoning_budget_tokens: Int | None = None
+    reasoning_budget: Int | None = None
     extra_body: dict[str, Any] | None = None
 
     @field_validator("stop")
@@ -76,6 +81,13 @@ class OpenAISamplingFields(BaseModel):
 
     def wants_usage_chunk(self) -> bool:
         return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
+    def thinking_budget(self) -> int | None:
+        """The requested thinking budget, ``None`` when unlimited (400 on a bad value)."""
+        return requested_budget(
+            {name: getattr(self, name) for name in ("thinking_budget_tokens",
+                                                    "reasoning_budget_tokens",
+                                                    "reasoning_budget")})
 
     def check_n(self) -> None:
         if self.n is not None and self.n > 1:
