@@ -49,6 +49,8 @@ class MessagesRequest(OpenAISamplingFields):
         budget = thinking.get("budget_tokens")
         if thinking.get("type") != "enabled" or budget is None:
             return super().thinking_budget()
+        if isinstance(budget, float) and budget.is_integer():
+            budget = int(budget)  # JSON's 3.0 is an integer (as for every Int field)
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidRequestError("thinking.budget_tokens must be a non-negative integer.",
                                       param="thinking.budget_tokens")
