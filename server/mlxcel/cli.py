@@ -305,7 +305,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if config.metrics_port:
         start_metrics_server(config.metrics_port, engine, config)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level)
+        # asyncio and h11 even where uvicorn[standard] is installed: measured here, a single
+        # stream decoded ~2.5x slower with httptools and ~4x with httptools + uvloop (the
+        # loop thread holds the GIL the engine thread needs; benchmarks/README.md).
+        uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level,
+                       loop="asyncio", http="h11")
     )
 
     def _fatal() -> None:

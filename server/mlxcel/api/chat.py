@@ -25,7 +25,7 @@ from ..protocol.logprobs import render_token_logprob
 from ..protocol.mlx_lm_fields import check_model_fields
 from ..protocol.timings import speculative_timings
 from ..sse import data_event, sse_response
-from .generation import collect, stream_events
+from .generation import collect, stream_batches
 from .media_offload import prepare_prompt
 from .priority import request_priority
 from .state import FINGERPRINT, AppState, app_state
@@ -85,19 +85,22 @@ async def _stream(
     parser = setup.new_parser()
     want_logprobs = body.wants_logprobs()
     yield data_event(encoder.role())
-    async for event in stream_events(handle):
-        if isinstance(event, Finished):
-            for chunk in encoder.pieces(parser.finish()):
-                yield data_event(chunk)
-            _warn_if_forced_without_call(setup, bool(parser.calls))
-            closing = _closing_chunks(encoder, event, body.wants_usage_chunk(), bool(parser.calls))
-            for chunk in closing:
-                yield data_event(chunk)
-        else:
-            logprobs = stream_logprobs(event.logprobs, want_logprobs)
-            for chunk in encoder.pieces(parser.feed(event.text), logprobs):
-                yield data_event(chunk)
-    yield data_event("[DONE]")
+    async for batch in stream_batches(handle):
+        out: list[str] = []  # one socket write per batch of events
+        for event in batch:
+            if isinstance(event, Finished):
+                chunks = encoder.pieces(parser.finish())
+                _warn_if_forced_without_call(setup, bool(parser.calls))
+                chunks += _closing_chunks(encoder, event, body.wants_usage_chunk(),
+                                          bool(parser.calls))
+                out.extend(data_event(chunk) for chunk in chunks)
+                out.append(data_event("[DONE]"))
+            else:
+                logprobs = stream_logprobs(event.logprobs, want_logprobs)
+                pieces = parser.feed(event.text)
+                out.extend(data_event(chunk) for chunk in encoder.pieces(pieces, logprobs))
+        if out:
+            yield "".join(out)
 
 
 def _closing_chunks(

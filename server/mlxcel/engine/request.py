@@ -57,8 +57,9 @@ class SamplingParams:
     dry_multiplier: float = 0.0
     dry_base: float = 1.75
     dry_allowed_length: int = 2
-    dry_penalty_last_n: int = 0
-    dry_sequence_breakers: tuple[int, ...] = ()
+    dry_penalty_last_n: int = 0  # 0 = the whole context
+    # Each breaker as token ids: a head token and the tokens that must follow it (engine/dry.py).
+    dry_sequence_breakers: tuple[tuple[int, ...], ...] = ()
     xtc_probability: float = 0.0
     xtc_threshold: float = 0.1
     # Not sampling strictly, but per-request generation policy carried the same way:
