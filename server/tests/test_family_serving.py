@@ -97,10 +97,10 @@ def test_no_tools_no_parse(served: tuple[str, TestClient]) -> None:
     assert choice["finish_reason"] != "tool_calls" and not choice["message"].get("tool_calls")
 
 
+@pytest.mark.parametrize("served", HELLO_FAMILIES, indirect=True)
 def test_hello_is_plain_text(served: tuple[str, TestClient]) -> None:
+    """Only the families trained on a plain-text reply."""
     fmt, client = served
-    if fmt not in HELLO_FAMILIES:
-        pytest.skip(f"{fmt}: no plain-text reply scripted")
     body = {"messages": SCRIPTED_BY_NAME["hello"]["messages"], "max_tokens": 32,
             "temperature": 0}
     choice = client.post("/v1/chat/completions", json=body).json()["choices"][0]
