@@ -66,7 +66,7 @@ def speech_not_served(service: AudioService) -> NotImplementedRoute:
         "POST /v1/audio/speech is not enabled: this audio-only server loaded the Whisper "
         f"checkpoint {service.whisper.name} and serves POST /v1/audio/transcriptions and "
         "/v1/audio/translations (and their aliases without /v1); speech needs a Kokoro "
-        "checkpoint, which this build has no backend for."
+        f"checkpoint given to {AUDIO_FLAG}, and this build has no Kokoro backend."
     )
 
 
