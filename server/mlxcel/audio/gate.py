@@ -16,7 +16,11 @@ SERVED_PATHS = frozenset({
     "/v1/audio/translations", "/audio/translations",
     "/v1/audio/speech", "/audio/speech",  # its own 501 names what is missing
     "/health", "/", "/v1/models",
+    # their own 501 names the flag that enables them
+    "/v1/images/generations", "/images/generations", "/v1/images/edits", "/images/edits",
 })
+# What a route would need, for routes served by another kind of server.
+ENABLERS = {"/v1/realtime": " GET /v1/realtime needs a Nemotron VoiceChat checkpoint."}
 
 
 def audio_only_message(method: str, path: str, model_name: str) -> str:
@@ -25,6 +29,7 @@ def audio_only_message(method: str, path: str, model_name: str) -> str:
         f"checkpoint {model_name}. It serves POST /v1/audio/transcriptions and "
         "POST /v1/audio/translations (and their aliases without /v1), GET /v1/models and "
         "GET /health; start mlxcel-server without --audio-model for the text routes."
+        + ENABLERS.get(path, "")
     )
 
 
