@@ -20,6 +20,7 @@ from mlxcel.errors import (
     RouteNotFound,
     ServerBusy,
     ServerError,
+    WorkerTimeout,
 )
 
 # class, parent, status, type, code
@@ -39,6 +40,7 @@ TREE: list[tuple[type[MlxcelError], type[Exception], int, str, str | None]] = [
     (NotSupported, MlxcelError, 501, "not_supported_error", None),
     (ServerBusy, MlxcelError, 503, "server_busy", None),
     (ModelLoading, ServerBusy, 503, "server_busy", None),
+    (WorkerTimeout, MlxcelError, 504, "timeout_error", "timeout"),
 ]
 
 

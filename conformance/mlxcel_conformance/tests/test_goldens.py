@@ -10,13 +10,13 @@ from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.errors import Severity
 from mlxcel_conformance.golden_diff import format_case
-from mlxcel_conformance.tests.test_audio import serves_audio
 from mlxcel_conformance.goldens import (
     case_from_document,
     compare_transcripts,
     load_documents,
     send,
 )
+from mlxcel_conformance.tests.test_audio import serves_audio
 
 
 def _params() -> list[Any]:
