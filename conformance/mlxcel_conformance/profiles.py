@@ -9,7 +9,9 @@ Decisions recorded here:
 - `mlx-lm-fields` (mlx-lm's documented chat fields) is claimed by `mlxcel` and `mlx-lm` only.
 - `llama-server` serves /v1/responses and /v1/messages nowadays, so it claims both.
 - `audio`, `images` and `realtime` check mlxcel's documented 501 for a route without its model
-  (the flag named in the message): only the `mlxcel` profile claims them.
+  (the flag named in the message): only the `mlxcel` profile claims them. `audio` also checks
+  Whisper transcription and translation; those features are UNSUPPORTED on a server whose
+  transcription route answers 501, and the 501 checks are UNSUPPORTED on one that transcribes.
 """
 
 from __future__ import annotations
