@@ -1,5 +1,5 @@
 """Sessions: tests (the README's test command), conformance, fuzz, goldens, lint, bench,
-peers, docs, package, sharded.
+peers, docs, package, fixtures, sharded.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -35,6 +35,9 @@ def tests(session: nox.Session) -> None:
     session.run("mypy")
     session.run("pytest", "-q", *session.posargs)
     session.run("mlxcel-conformance", "--report", "reports/reference")
+    # Speculative decoding needs a drafter: the same server with the bundled draft model.
+    session.run("mlxcel-conformance", "--server-draft", "-k", "speculative",
+                "--report", "reports/reference-speculative")
 
 
 @nox.session
@@ -94,6 +97,14 @@ def package(session: nox.Session) -> None:
     bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
     _install(session)
     session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
+
+
+@nox.session
+def fixtures(session: nox.Session) -> None:
+    """Rebuild every fixture model in a temp dir and compare with the committed bytes."""
+    _install(session)
+    session.run("python", "fixtures/build_fixtures.py", "--check")
+    session.run("python", "fixtures/build_family_fixtures.py", "--check", *session.posargs)
 
 
 @nox.session

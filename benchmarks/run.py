@@ -33,9 +33,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(cmd: list[str], port: int, ready_path: str) -> Iterator[str]:
+def server(cmd: list[str], port: int, ready_path: str,
+           started: list[subprocess.Popen[bytes]] | None = None) -> Iterator[str]:
+    """Run ``cmd`` until the block ends; ``started`` receives the process (for its CPU time)."""
     log = open(RESULTS / f"server-{port}.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
+    if started is not None:
+        started.append(proc)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

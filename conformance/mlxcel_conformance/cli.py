@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pytest
 
 VALUE_OPTIONS = frozenset({
-    "--base-url", "--api-key", "--model", "--profile", "--report", "--goldens",
+    "--base-url", "--api-key", "--model", "--profile", "--families", "--report", "--goldens",
     "--server-model", "--fuzz-examples", "--fail-on",
 })
 

@@ -21,7 +21,7 @@ from .golden_diff import format_case
 from .profiles import Profile, get_profile
 from .report import Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
-from .target import ReferenceServer, Target
+from .target import ReferenceServer, Target, bundled_draft_args
 
 _REPORT_KEY = pytest.StashKey[Report]()
 _PROFILE_KEY = pytest.StashKey[Profile]()
@@ -41,6 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--model", default=None, help="model name to send (default: /v1/models[0])")
     group.addoption("--profile", default=None,
                     help="families the target claims: mlxcel, mlx-lm, llama-server, openai")
+    group.addoption("--families", default=None,
+                    help="comma-separated families: run only these of the profile's "
+                    "(e.g. chat); the others are UNSUPPORTED")
     group.addoption("--report", default=None, help="directory for conformance.json/.md")
     group.addoption("--goldens", default="auto", choices=["auto", "exact", "shape"],
                     help="golden replay mode (auto: exact for the self-started server)")
@@ -48,6 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="schemathesis examples per operation (nox -s fuzz raises it)")
     group.addoption("--server-model", default=None,
                     help="model for the self-started reference server (default: bundled)")
+    group.addoption("--server-draft", action="store_true", default=False,
+                    help="start the self-started reference server with the bundled draft model "
+                    "(speculative decoding); its goldens are recorded without one")
     group.addoption("--request-timeout", default=None, type=float,
                     help="seconds a suite request may take (default 60; peers run lower)")
     group.addoption("--fail-on", default="any", choices=["any", "fail"],
@@ -60,9 +66,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "conformance(family, feature): a conformance test of one feature of a family"
     )
     base_url = config.getoption("--base-url")
-    profile_name = config.getoption("--profile") or "mlxcel"
-    config.stash[_PROFILE_KEY] = get_profile(profile_name)
-    config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile_name)
+    profile = get_profile(config.getoption("--profile") or "mlxcel")
+    families = config.getoption("--families")
+    if families:
+        profile = profile.narrowed(name.strip() for name in families.split(","))
+    config.stash[_PROFILE_KEY] = profile
+    config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile.name)
 
 
 @pytest.fixture(scope="session")
@@ -75,6 +84,8 @@ def target(pytestconfig: pytest.Config) -> Iterator[Target]:
         yield tgt
         return
     server = ReferenceServer(model=pytestconfig.getoption("--server-model"))
+    if pytestconfig.getoption("--server-draft"):
+        server.extra_args = (*server.extra_args, *bundled_draft_args())
     tgt = server.start()
     tgt.model = pytestconfig.getoption("--model")
     pytestconfig.stash[_REPORT_KEY].target = tgt.base_url

@@ -8,6 +8,9 @@ Decisions recorded here:
   SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
 - `mlx-lm-fields` (mlx-lm's documented chat fields) is claimed by `mlxcel` and `mlx-lm` only.
 - `llama-server` serves /v1/responses and /v1/messages nowadays, so it claims both.
+- `vision` is image *input* (image parts on chat, Responses and Messages); `images` is image
+  *generation* (/v1/images/*). A server whose loaded model reads no images (it answers a valid
+  image with 400) reports `vision` UNSUPPORTED at run time, whatever its profile claims.
 - `audio`, `images` and `realtime` check mlxcel's documented 501 for a route without its model
   (the flag named in the message): only the `mlxcel` profile claims them. `audio` also checks
   Whisper transcription and translation; those features are UNSUPPORTED on a server whose
@@ -35,6 +38,7 @@ FAMILIES: tuple[str, ...] = (
     "embeddings",
     "audio",
     "images",
+    "vision",
     "realtime",
     "schema",
     "sdk-openai",
@@ -62,6 +66,12 @@ class Profile:
 
     def __post_init__(self) -> None:
         _validate(self.families)
+
+    def narrowed(self, families: Iterable[str]) -> Profile:
+        """This profile limited to `families` (e.g. `--families chat`): the rest UNSUPPORTED."""
+        chosen = _validate(families)
+        return Profile(f"{self.name}:{','.join(sorted(chosen))}", self.families & chosen,
+                       f"{self.description} (only {', '.join(sorted(chosen))})")
 
     def claims(self, family: str) -> bool:
         """Whether the target claims `family`; an unknown family name is a suite bug."""

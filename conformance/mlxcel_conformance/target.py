@@ -62,6 +62,18 @@ def _bundled_encoder_args() -> list[str]:
         return []
 
 
+def bundled_draft_args() -> list[str]:
+    """The bundled fixture's draft model (it shares the bundled model's tokenizer), so the
+    speculative-decoding checks run on the reference server; none when mlxcel or the draft
+    fixture is not installed."""
+    try:
+        from mlxcel.bundled import bundled_model_path
+
+        return ["--draft-model", str(bundled_model_path("qwen3-tiny-draft"))]
+    except (ImportError, FileNotFoundError):
+        return []
+
+
 def wait_healthy(base_url: str, process: subprocess.Popen[bytes], timeout: float, name: str,
                  log_tail: Callable[[], str], poll_s: float = 0.2) -> bool:
     """Poll ``GET /health`` until it answers 200 (True) or ``timeout`` passes (False); a process

@@ -24,7 +24,7 @@ CHAT = ("POST", "/v1/chat/completions")
 COMPLETIONS = ("POST", "/v1/completions")
 
 EXPECTED_OPERATIONS = {
-    ("POST", "/v1/chat/completions"): ("chat", ("200", "400", "401", "500", "501", "503")),
+    ("POST", "/v1/chat/completions"): ("chat", ("200", "400", "401", "413", "500", "501", "503")),
     ("POST", "/v1/completions"): ("completions", ("200", "400", "401", "500", "501", "503")),
     ("GET", "/v1/models"): ("models", ("200", "401")),
     ("GET", "/health"): ("health", ("200", "503")),
@@ -42,14 +42,17 @@ EXPECTED_OPERATIONS = {
 _STORED = ("200", "400", "401", "404")
 for _prefix in ("/v1", ""):
     EXPECTED_OPERATIONS.update({
-        ("POST", f"{_prefix}/responses"): ("responses", ("200", "400", "401", "500", "503")),
-        ("POST", f"{_prefix}/responses/input_tokens"): ("responses", ("200", "400", "401", "503")),
-        ("POST", f"{_prefix}/responses/compact"): ("responses", ("200", "400", "401", "503")),
+        ("POST", f"{_prefix}/responses"): ("responses", ("200", "400", "401", "413", "500",
+                                                         "503")),
+        ("POST", f"{_prefix}/responses/input_tokens"): ("responses", ("200", "400", "401", "413",
+                                                                      "503")),
+        ("POST", f"{_prefix}/responses/compact"): ("responses", ("200", "400", "401", "413",
+                                                                 "503")),
         ("GET", f"{_prefix}/responses/{{response_id}}"): ("responses", _STORED),
         ("DELETE", f"{_prefix}/responses/{{response_id}}"): ("responses", _STORED),
         ("POST", f"{_prefix}/responses/{{response_id}}/cancel"): ("responses", _STORED),
         ("POST", f"{_prefix}/messages"): ("anthropic",
-                                          ("200", "400", "401", "413", "500", "503")),
+                                          ("200", "400", "401", "413", "500", "503", "529")),
         ("POST", f"{_prefix}/messages/count_tokens"): ("anthropic",
                                                        ("200", "400", "401", "413", "503")),
     })

@@ -58,3 +58,13 @@ def test_unknown_family_is_a_setup_error() -> None:
 def test_custom_profile() -> None:
     profile = custom_profile(["chat", "models"])
     assert profile.claims("chat") and not profile.claims("responses")
+
+
+def test_narrowed_profile_claims_only_the_chosen_families_it_had() -> None:
+    chat_only = get_profile("mlxcel").narrowed(["chat"])
+    assert chat_only.claims("chat") and not chat_only.claims("responses")
+    assert chat_only.name == "mlxcel:chat"
+    # narrowing never adds a family the profile did not claim
+    assert not get_profile("mlx-lm").narrowed(["chat", "responses"]).claims("responses")
+    with pytest.raises(SetupError):
+        get_profile("mlxcel").narrowed(["bogus"])

@@ -16,9 +16,23 @@ from .bundled import bundled_model_path
 from .chat.template import load_template_override
 from .chat.template_kwargs import parse_server_kwargs
 from .config import GenerationDefaults, ServerConfig
-from .engine.distributed import is_follower, run_follower
+from .engine.distributed import (
+    is_follower,
+    run_follower,
+    sharded_engine_config,
+    sharding_group,
+)
 from .engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from .engine.worker import Engine, EngineConfig
+from .media.policy import (
+    DEFAULT_DECODE_TIMEOUT_S,
+    DEFAULT_FETCH_TIMEOUT_S,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_VIDEO_MAX_FRAMES,
+    MediaPolicy,
+    policy_from_settings,
+)
 from .observability import start_metrics_server
 
 
@@ -73,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--xtc-probability", type=float, default=d.xtc_probability)
     add("--xtc-threshold", type=float, default=d.xtc_threshold)
     add_engine_flags(p)
+    add_media_flags(p)
+    add_speculative_flags(p)
     add("--chat-template", default=_env("LLAMA_ARG_CHAT_TEMPLATE"),
         help="Jinja chat template (text or a file path) replacing the model's "
         "[env LLAMA_ARG_CHAT_TEMPLATE]")
@@ -127,6 +143,38 @@ def _flag(name: str) -> bool:
     return (_env(name, "") or "").lower() in ("1", "true", "on", "yes", "enabled")
 
 
+def add_media_flags(p: argparse.ArgumentParser) -> None:
+    """Image inputs of a vision-language model: readable local roots and the bounds."""
+    add = p.add_argument
+    env_paths = [v for v in (_env("MLXCEL_MEDIA_PATH", "") or "").split(",") if v]
+    add("--media-path", action="append", default=env_paths,
+        help="directory whose files image URLs may name (file:// or absolute path); "
+        "repeatable, or comma-separated in the variable; without it every local path is refused "
+        "[env MLXCEL_MEDIA_PATH]")
+    add("--media-max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+        help="largest image a request may send or name, in bytes (413 beyond)")
+    add("--media-max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+        help="largest image, width x height, read from its header before decoding (413 beyond)")
+    add("--media-decode-timeout", type=float, default=DEFAULT_DECODE_TIMEOUT_S,
+        help="seconds one image may take to decode (400 image_decode_timeout beyond)")
+    add("--media-fetch-timeout", type=float, default=DEFAULT_FETCH_TIMEOUT_S,
+        help="seconds an http(s) image may take to download (400 media_fetch_timeout beyond)")
+    add("--video-max-frames", type=int, default=DEFAULT_VIDEO_MAX_FRAMES,
+        help="most frames sampled from one video_url; local video paths are readable only "
+        "under the comma-separated MLXCEL_VIDEO_DIR_ALLOWLIST (read at startup), and http(s) "
+        "media on non-public addresses only with MLXCEL_ALLOW_PRIVATE_MEDIA_URLS=1")
+
+
+def media_policy(args: argparse.Namespace) -> MediaPolicy:
+    return policy_from_settings(
+        args.media_path, max_bytes=max(1, args.media_max_bytes),
+        max_pixels=max(1, args.media_max_pixels),
+        decode_timeout_s=max(0.001, args.media_decode_timeout),
+        fetch_timeout_s=max(0.001, args.media_fetch_timeout),
+        video_max_frames=max(2, args.video_max_frames),
+    )
+
+
 def add_engine_flags(p: argparse.ArgumentParser) -> None:
     """Slots, queue, prompt cache and observability flags."""
     add = p.add_argument
@@ -155,8 +203,29 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
     add("--no-slots", dest="slots", action="store_false", help="do not serve /slots")
 
 
+SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "prompt-lookup")
+
+
+def add_speculative_flags(p: argparse.ArgumentParser) -> None:
+    """Speculative decoding, with mlx-lm's and llama-server's flag names (docs/speculative.md)."""
+    add = p.add_argument
+    add("--draft-model", "-md", "--model-draft", "--spec-draft-model", dest="draft_model",
+        default=_env("LLAMA_ARG_SPEC_DRAFT_MODEL", _env("LLAMA_ARG_MODEL_DRAFT")),
+        help="draft model directory (sharing the model's tokenizer) for speculative decoding "
+        "[env LLAMA_ARG_SPEC_DRAFT_MODEL]")
+    add("--draft-max", "--num-draft-tokens", "--spec-draft-n-max", "--draft", "--draft-n",
+        dest="draft_max", type=int,
+        default=int(_env("LLAMA_ARG_SPEC_DRAFT_N_MAX", _env("LLAMA_ARG_DRAFT_MAX", "3")) or 3),
+        help="tokens drafted per verify round (default 3; a request's num_draft_tokens wins) "
+        "[env LLAMA_ARG_SPEC_DRAFT_N_MAX, LLAMA_ARG_DRAFT_MAX]")
+    add("--spec-type", choices=SPEC_TYPES, default=_env("LLAMA_ARG_SPEC_TYPE", "none"),
+        help="ngram-simple (alias prompt-lookup): prompt-lookup decoding, n-gram drafts from "
+        "the prompt and the text so far, no second model; --draft-model takes precedence "
+        "[env LLAMA_ARG_SPEC_TYPE]")
+
+
 def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfig:
-    return EngineConfig(
+    engine = EngineConfig(
         model=config.model,
         ctx_size=config.ctx_size,
         parallel=max(1, args.parallel),
@@ -166,7 +235,15 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         cache_bytes=args.cache_bytes,
         cache_entries=args.cache_entries,
         cache_ttl_s=args.cache_ttl,
+        media=media_policy(args),
+        draft_model=config.draft_model,
+        draft_max=max(0, args.draft_max),
+        prompt_lookup=args.spec_type in ("ngram-simple", "prompt-lookup"),
     )
+    # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
+    return engine if sharding_group() is None else sharded_engine_config(engine)
+
+
 def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
                                  args: argparse.Namespace) -> None:
     """Fail at startup rather than claim a capability this build does not have."""
@@ -228,6 +305,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         conversation_store_ttl_secs=args.conversation_store_ttl_secs,
         embedding_model=args.embedding_model or None,
         adapter_dir=args.adapter_dir or None,
+        draft_model=args.draft_model or None,
         rerank_model=args.rerank_model or None,
         pooling=args.pooling,
         audio_model=args.audio_model or None,
@@ -252,7 +330,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if config.metrics_port:
         start_metrics_server(config.metrics_port, engine, config)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level)
+        # asyncio and h11 even where uvicorn[standard] is installed: measured here, a single
+        # stream decoded ~2.5x slower with httptools and ~4x with httptools + uvloop (the
+        # loop thread holds the GIL the engine thread needs; benchmarks/README.md).
+        uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level,
+                       loop="asyncio", http="h11")
     )
 
     def _fatal() -> None:

@@ -59,3 +59,5 @@ class ServerConfig:
     audio_timeout_s: float = 300.0  # per request, from admission; past it 504
     # --adapter-dir: the only directory per-request ``adapters`` may name (None: refused).
     adapter_dir: str | None = None
+    # --draft-model: the only draft model a request's ``draft_model`` may name (None: 501).
+    draft_model: str | None = None

@@ -17,6 +17,7 @@ Anthropic shape on the Anthropic routes)::
     ├── NotImplementedRoute          501     not_implemented
     ├── NotSupported                 501     not_supported_error
     ├── ServerBusy                   503     server_busy
+    │   ├── QueueFull                503     server_busy (529 overloaded_error on Anthropic routes)
     │   └── ModelLoading             503     server_busy
     └── WorkerTimeout                504     timeout_error (a single-worker route's deadline)
 
@@ -34,6 +35,8 @@ class MlxcelError(Exception):
     status: int = 500
     type: str = "server_error"
     code: str | int | None = None
+    # The status Anthropic's API uses for the same condition, where it differs from ``status``.
+    anthropic_status: int | None = None
 
     def __init__(
         self,
@@ -126,6 +129,13 @@ class NotSupported(MlxcelError):
 class ServerBusy(MlxcelError):
     status = 503
     type = "server_busy"
+
+
+class QueueFull(ServerBusy):
+    """Admission control refused the request: the prefill queue is full. Anthropic's API
+    signals the same back-pressure as 529 ``overloaded_error``."""
+
+    anthropic_status = 529
 
 
 class ModelLoading(ServerBusy):

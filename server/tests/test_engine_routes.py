@@ -45,6 +45,7 @@ def test_props_and_health_report_the_per_slot_context(plain: TestClient) -> None
     props = plain.get("/props").json()
     assert props["total_slots"] == 2
     assert props["default_generation_settings"]["seed"] == 18446744073709551615
+    assert props["modalities"] == {"vision": False, "audio": False}
     health = plain.get("/health").json()
     assert health["context_size"] == 2048 and health["batch"]["max_batch_size"] == 2
 

@@ -1,4 +1,4 @@
-"""The per-request sampler chain and the logits processors (DRY, logit_bias range)."""
+"""The per-request sampler chain and the logits processors (logit_bias range; DRY: test_dry.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import mlx.core as mx
 import pytest
 
-from mlxcel.engine.penalties import DryPenalty, build_logits_processors, dry_penalties
+from mlxcel.engine.penalties import build_logits_processors
 from mlxcel.engine.request import SamplingParams
 from mlxcel.engine.sampling import RequestSampler, _p_less, _top_k, _xtc, check_logit_bias
 from mlxcel.errors import InvalidRequestError
@@ -62,21 +62,6 @@ def test_xtc_removes_top_choices_but_the_least_likely_of_them() -> None:
     assert kept(never) == [0, 1, 2, 3]
     single = _xtc(lp, threshold=0.35, probability=1.0, key=mx.random.key(0))
     assert kept(single) == [0, 1, 2, 3]  # one token above the threshold: nothing removed
-
-
-def test_dry_penalizes_the_token_that_extends_a_repeat() -> None:
-    # "1 2 3 ... 1 2" -> 3 would repeat "1 2 3": length 2 match before it
-    assert dry_penalties([1, 2, 3, 9, 1, 2], frozenset(), 2, 64) == {3: 2}
-    assert dry_penalties([1, 2, 3, 9, 1, 2], frozenset(), 3, 64) == {}
-    assert dry_penalties([1, 2, 3, 9, 1, 2], frozenset({1}), 2, 64) == {}
-
-
-def test_dry_processor_lowers_the_logit() -> None:
-    params = SamplingParams(dry_multiplier=1.0, dry_base=2.0, dry_allowed_length=2)
-    logits = mx.zeros((1, 10))
-    out = DryPenalty(params)(mx.array([1, 2, 3, 9, 1, 2]), logits)
-    assert out[0, 3].item() == pytest.approx(-1.0)
-    assert out[0, 4].item() == 0.0
 
 
 def test_processors_only_for_fields_set() -> None:

@@ -16,6 +16,7 @@ from mlxcel.errors import (
     NotFoundError,
     NotImplementedRoute,
     NotSupported,
+    QueueFull,
     RequestTooLarge,
     RouteNotFound,
     ServerBusy,
@@ -39,6 +40,7 @@ TREE: list[tuple[type[MlxcelError], type[Exception], int, str, str | None]] = [
     (NotImplementedRoute, MlxcelError, 501, "not_implemented", None),
     (NotSupported, MlxcelError, 501, "not_supported_error", None),
     (ServerBusy, MlxcelError, 503, "server_busy", None),
+    (QueueFull, ServerBusy, 503, "server_busy", None),
     (ModelLoading, ServerBusy, 503, "server_busy", None),
     (WorkerTimeout, MlxcelError, 504, "timeout_error", "timeout"),
 ]
@@ -98,3 +100,8 @@ def test_param_code_and_type_overrides_stay_on_the_instance() -> None:
 
 def test_model_loading_message() -> None:
     assert "loading" in ModelLoading().message
+
+
+def test_only_a_full_queue_has_an_anthropic_status() -> None:
+    assert QueueFull("busy").anthropic_status == 529
+    assert {cls for cls, *_ in TREE if cls.anthropic_status is not None} == {QueueFull}

@@ -1,6 +1,6 @@
 """mlx-lm's request fields on the server: integer logprobs, role_mapping for a template-less
 model (a copy of the fixture without its chat template), the adapter allowlist (``..`` and
-symlink escapes refused) and the documented 501s for adapters and draft models."""
+symlink escapes refused, an allowed adapter served) and the draft-model fields."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from mlxcel.errors import InvalidRequestError
 from mlxcel.protocol.mlx_lm_fields import resolve_adapter
 
 MODEL = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny"
+ADAPTER = MODEL.parents[1] / "adapters" / "qwen3-tiny-lora"
 CHAT = "/v1/chat/completions"
 
 
@@ -38,7 +39,9 @@ def _templateless_copy(target: Path) -> Path:
 def adapter_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("adapters")
     root = base / "allowed"
-    (root / "lora-a").mkdir(parents=True)
+    root.mkdir()
+    shutil.copytree(ADAPTER, root / "lora-a")
+    (root / "not-an-adapter").mkdir()
     (base / "outside").mkdir()
     os.symlink(base / "outside", root / "escape")
     os.symlink(root / "lora-a", root / "alias")
@@ -69,7 +72,7 @@ def test_adapter_inside_the_allowlist_resolves(adapter_root: Path) -> None:
 
 
 @pytest.mark.parametrize("value", ["../outside", "lora-a/../../outside", "..", "escape",
-                                   "/etc", "missing", ""])
+                                   "/etc", "missing", "", "not-an-adapter"])
 def test_adapter_escapes_are_refused(adapter_root: Path, value: str) -> None:
     with pytest.raises(InvalidRequestError) as caught:
         resolve_adapter(value, str(adapter_root))
@@ -89,9 +92,10 @@ def test_adapter_routes(client: TestClient) -> None:
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
         escape = client.post(path, json={**extra, "adapters": "escape"})
         assert escape.status_code == 400
-        allowed = client.post(path, json={**extra, "adapters": "lora-a"})
-        assert allowed.status_code == 501
-        assert allowed.json()["error"]["type"] == "not_supported_error"
+        empty = client.post(path, json={**extra, "adapters": "not-an-adapter"})
+        assert empty.status_code == 400 and empty.json()["error"]["param"] == "adapters"
+        allowed = client.post(path, json={**extra, "adapters": "lora-a", "max_tokens": 4})
+        assert allowed.status_code == 200, allowed.text
 
 
 def test_draft_model_fields(client: TestClient) -> None:

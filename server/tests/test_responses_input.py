@@ -30,8 +30,21 @@ def test_items_become_messages_with_tool_turns() -> None:
     assert messages[4]["content"] == "Sunny.!"
 
 
+def test_media_parts_become_neutral_parts() -> None:
+    # Whether the model can read them is decided when the prompt is rendered (chat/multimodal).
+    (message,) = input_messages([{"role": "user", "content": [
+        {"type": "input_text", "text": "What is this?"},
+        {"type": "input_image", "image_url": "data:image/png;base64,AA", "detail": "auto"},
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}]}])
+    assert message["content"] == [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image", "url": "data:image/png;base64,AA", "param": "input.0.content.1"},
+        {"type": "audio", "param": "input.0.content.2"}]
+
+
 @pytest.mark.parametrize("part", [
-    {"type": "input_image", "image_url": "data:image/png;base64,AA"},
+    {"type": "input_image", "file_id": "file-1"},
+    {"type": "input_image"},
     {"type": "input_file", "file_id": "f"},
     {"type": "refusal", "refusal": "no"},  # only an assistant may refuse
 ])

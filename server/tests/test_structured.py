@@ -74,7 +74,7 @@ def test_text_format_is_unconstrained(model: LoadedModel) -> None:
 
 def test_forced_call_grammar_yields_a_call(model: LoadedModel) -> None:
     fmt = tool_format_of(model)
-    factories = forced_call_factories(model, fmt, [WEATHER])
+    factories = forced_call_factories(model, fmt, [WEATHER], 64)
     assert factories, "the Hermes format must get a grammar"
     prompt = render_chat(model, [{"role": "user", "content": "Say hello."}], tools=[WEATHER])
     text = greedy(model, prompt.tokens, factories, limit=80)

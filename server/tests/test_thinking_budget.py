@@ -93,11 +93,12 @@ def test_bad_budget_is_a_400(client: TestClient, value: Any) -> None:
     assert response.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_disagreeing_aliases_are_a_400() -> None:
-    with pytest.raises(InvalidRequestError):
-        requested_budget({"thinking_budget_tokens": 1, "reasoning_budget": 2})
-    assert requested_budget({"thinking_budget_tokens": 3, "reasoning_budget": 3}) == 3
+def test_the_first_alias_wins() -> None:
+    assert requested_budget({"thinking_budget_tokens": 1, "reasoning_budget": 2}) == 1
+    assert requested_budget({"reasoning_budget_tokens": 4, "reasoning_budget": 2}) == 4
     assert requested_budget({"reasoning_budget_tokens": -1}) is None
+    with pytest.raises(InvalidRequestError):
+        requested_budget({"reasoning_budget": -3})
 
 
 def test_budget_holds_inside_the_batch(client: TestClient) -> None:
@@ -109,3 +110,35 @@ def test_budget_holds_inside_the_batch(client: TestClient) -> None:
     for message in messages:
         reasoning = (message.get("reasoning_content") or "").strip()
         assert "equals" not in reasoning and message["content"]
+
+
+def test_anthropic_budget_tokens_is_the_thinking_budget(client: TestClient) -> None:
+    body = {"model": "m", "max_tokens": 40, "messages": THINK, "temperature": 0,
+            "cache_prompt": False}
+    full = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
+                                                                   "budget_tokens": 1024}})
+    cut = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
+                                                                  "budget_tokens": 0}})
+    assert full.status_code == cut.status_code == 200
+    thinking = [b for b in full.json()["content"] if b["type"] == "thinking"]
+    assert "2 plus 2 equals 4" in thinking[0]["thinking"]
+    assert "2 plus 2 equals 4" not in str(cut.json()["content"])
+    bad = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
+                                                                  "budget_tokens": -5}})
+    assert bad.status_code == 400 and bad.json()["type"] == "error"
+
+
+def test_anthropic_budget_tokens_takes_an_integral_float() -> None:
+    """5.0 is an integer to JSON Schema (the spec's ``type: integer``); -1 and 2.5 are 400s."""
+    from mlxcel.errors import InvalidRequestError
+    from mlxcel.protocol.anthropic import MessagesRequest
+
+    def budget(value: Any) -> int | None:
+        return MessagesRequest.model_validate({
+            "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+            "thinking": {"type": "enabled", "budget_tokens": value}}).thinking_budget()
+
+    assert budget(5.0) == 5 and budget(7) == 7
+    for bad in (-1, 2.5, True):
+        with pytest.raises(InvalidRequestError):
+            budget(bad)

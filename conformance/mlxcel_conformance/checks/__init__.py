@@ -3,7 +3,7 @@
 One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completions`,
 `openai_common` (usage, logprobs), `chat_semantics` (tools, reasoning, structured output),
 `errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
-`engine_checks`.
+`engine_checks`, `vision` (image input), `speculative`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ CHECK_MODULES = (
     "llama_native",
     "embeddings",
     "mlx_lm_fields",
+    "vision",
+    "speculative",
 )
 
 for _module in CHECK_MODULES:

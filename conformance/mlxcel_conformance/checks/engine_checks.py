@@ -97,6 +97,23 @@ def check_server_busy(statuses: Sequence[tuple[int, str, Any]]) -> None:
                  body=body)
 
 
+@check("anthropic_overloaded_529", severity=Severity.HIGH,
+       description="On /v1/messages a full prefill queue answers 529 overloaded_error in "
+       "Anthropic's error shape, as JSON, before any SSE header")
+def check_anthropic_overloaded(status: int, content_type: str, body: Any) -> None:
+    if status != 529:
+        fail("anthropic_overloaded_529", f"HTTP {status} instead of 529 while the queue is full",
+             body=body)
+    if "json" not in content_type:
+        fail("anthropic_overloaded_529", "the 529 is not a JSON body (SSE headers sent first?)",
+             content_type=content_type)
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or body.get("type") != "error" or not isinstance(error, dict) \
+            or error.get("type") != "overloaded_error" or not isinstance(error.get("message"), str):
+        fail("anthropic_overloaded_529", "the body is not Anthropic's "
+             '{"type": "error", "error": {"type": "overloaded_error", "message"}}', body=body)
+
+
 @check("slots_freed_after_disconnect", severity=Severity.HIGH,
        description="Every slot is idle again soon after its clients disconnected")
 def check_slots_idle(slots: Sequence[Mapping[str, Any]], waited_s: float, limit_s: float) -> None:

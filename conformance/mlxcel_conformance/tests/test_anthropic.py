@@ -110,10 +110,26 @@ def test_messages_tools(client: SuiteClient, model_name: str | None) -> None:
         messages_json(client, {**payload, "tool_choice": choice})
 
 
+# tool_choice values whose prompt differs: a forced choice (any / tool) adds an instruction.
+COUNTED_TOOL_CHOICES: dict[str, dict[str, Any] | None] = {
+    "no_tools": None,
+    "auto": {"type": "auto"},
+    "any": {"type": "any"},
+    "tool": {"type": "tool", "name": "get_weather"},
+    "none": {"type": "none"},
+}
+
+
 @pytest.mark.conformance(family="anthropic", feature="anthropic.count_tokens")
 @pytest.mark.parametrize("prefix", ["/v1", ""])
-def test_count_tokens(client: SuiteClient, model_name: str | None, prefix: str) -> None:
+@pytest.mark.parametrize("choice", sorted(COUNTED_TOOL_CHOICES))
+def test_count_tokens(client: SuiteClient, model_name: str | None, prefix: str,
+                      choice: str) -> None:
     payload = messages_payload(model_name, system=[{"type": "text", "text": "Be terse."}])
+    if choice != "no_tools":
+        payload["tools"] = [WEATHER_TOOL]
+        payload["tool_choice"] = COUNTED_TOOL_CHOICES[choice]
+        payload["max_tokens"] = 4
     counted = client.post(f"{prefix}/messages/count_tokens",
                           {k: v for k, v in payload.items() if k != "max_tokens"},
                           headers=ANTHROPIC_HEADERS)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from mlxcel_conformance.checks.engine_checks import (
+    check_anthropic_overloaded,
     check_cache_stats,
     check_metrics_delta,
     check_metrics_names,
@@ -31,6 +32,7 @@ from mlxcel_conformance.flows import (
     completion_payload,
     completion_stream,
 )
+from mlxcel_conformance.flows_typed import ANTHROPIC_HEADERS, MESSAGES_PATH, messages_payload
 
 IDLE_LIMIT_S = 3.0
 
@@ -194,6 +196,40 @@ def test_overload_answers_503_before_headers(client: SuiteClient, model_name: st
         release.set()
         statuses = [f.result() for f in futures]
     check_server_busy(statuses)
+    _wait_until(lambda: _all_idle(client), IDLE_LIMIT_S)
+
+
+def _held_overload(client: SuiteClient, model_name: str | None, release: threading.Event,
+                   pool: ThreadPoolExecutor, n: int = 48) -> list[Any]:
+    """Overfill the queue with held streams; returns once one of them was refused."""
+    futures = [pool.submit(_hold_stream, client, _long_stream(model_name), release)
+               for _ in range(n)]
+    _wait_until(lambda: any(f.done() for f in futures), 10)
+    time.sleep(0.5)
+    return futures
+
+
+@pytest.mark.conformance(family="mlxcel-ext", feature="admission.anthropic_overloaded",
+                         destructive=True)
+@pytest.mark.parametrize("stream", [False, True])
+def test_overload_answers_529_on_anthropic_routes(client: SuiteClient, model_name: str | None,
+                                                  stream: bool) -> None:
+    release = threading.Event()
+    payload = messages_payload(model_name, max_tokens=8, stream=stream)
+    with ThreadPoolExecutor(max_workers=48) as pool:
+        try:
+            futures = _held_overload(client, model_name, release, pool)
+            if not any(f.done() and f.result()[0] == 503 for f in futures):
+                pytest.skip("the queue never filled (a server without admission control)")
+            response = client.post(MESSAGES_PATH, payload, headers=ANTHROPIC_HEADERS)
+        finally:
+            release.set()
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    check_anthropic_overloaded(response.status_code, response.headers.get("content-type", ""),
+                               body)
     _wait_until(lambda: _all_idle(client), IDLE_LIMIT_S)
 
 

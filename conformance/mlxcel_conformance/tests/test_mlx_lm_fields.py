@@ -100,13 +100,3 @@ def test_adapters_outside_allowlist_refused(
     status, body = response_of(client.post(path, make(model_name, max_tokens=2, adapters=value)))
     check_adapter_refused(status, value, body)
     check_error_body_openai(body, status=status, expected=400)
-
-
-@pytest.mark.conformance(family="mlxcel-ext", feature="mlx_lm.draft_model.not_supported")
-def test_draft_model_documented_501(client: SuiteClient, model_name: str | None) -> None:
-    """mlxcel documents a non-null per-request `draft_model` as 501 until speculative
-    decoding lands."""
-    payload = chat_payload(model_name, max_tokens=2, draft_model="any/draft-model")
-    status, body = response_of(client.post(CHAT_PATH, payload))
-    error = check_error_body_openai(body, status=status, expected=501)
-    assert error["type"] == "not_supported_error", error

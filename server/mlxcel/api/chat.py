@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,8 +23,10 @@ from ..protocol.chat_render import (
 )
 from ..protocol.logprobs import render_token_logprob
 from ..protocol.mlx_lm_fields import check_model_fields
+from ..protocol.timings import speculative_timings
 from ..sse import data_event, sse_response
-from .generation import collect, stream_events
+from .generation import collect, stream_batches
+from .media_offload import prepare_prompt
 from .priority import request_priority
 from .state import FINGERPRINT, AppState, app_state
 
@@ -48,11 +51,16 @@ def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
 async def create_chat_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(ChatCompletionRequest, await request.body())
-    check_model_fields(body, getattr(state.config, "adapter_dir", None))
+    adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
+                                 getattr(state.config, "draft_model", None))
     model = state.require_model()
     template, server_kwargs = _server_chat_settings(state)
     apply_template_override(model, template)
-    setup = to_chat_setup(body, model, state.config.defaults, server_kwargs)
+    setup = await prepare_prompt(model, to_chat_setup, body, model, state.config.defaults,
+                                 server_kwargs)
+    if adapter is not None:
+        setup = dataclasses.replace(
+            setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
     handle = state.engine.submit(setup.generation, request_priority(request))
     if body.stream:
         return sse_response(_stream(handle, body, setup, state.model_name))
@@ -64,6 +72,9 @@ async def create_chat_completion(request: Request) -> Response:
     logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.wants_logprobs() else None
     output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs)
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
+    timings = speculative_timings(done.finished)
+    if timings is not None:
+        payload["timings"] = timings
     return JSONResponse(payload)
 
 
@@ -74,19 +85,22 @@ async def _stream(
     parser = setup.new_parser()
     want_logprobs = body.wants_logprobs()
     yield data_event(encoder.role())
-    async for event in stream_events(handle):
-        if isinstance(event, Finished):
-            for chunk in encoder.pieces(parser.finish()):
-                yield data_event(chunk)
-            _warn_if_forced_without_call(setup, bool(parser.calls))
-            closing = _closing_chunks(encoder, event, body.wants_usage_chunk(), bool(parser.calls))
-            for chunk in closing:
-                yield data_event(chunk)
-        else:
-            logprobs = stream_logprobs(event.logprobs, want_logprobs)
-            for chunk in encoder.pieces(parser.feed(event.text), logprobs):
-                yield data_event(chunk)
-    yield data_event("[DONE]")
+    async for batch in stream_batches(handle):
+        out: list[str] = []  # one socket write per batch of events
+        for event in batch:
+            if isinstance(event, Finished):
+                chunks = encoder.pieces(parser.finish())
+                _warn_if_forced_without_call(setup, bool(parser.calls))
+                chunks += _closing_chunks(encoder, event, body.wants_usage_chunk(),
+                                          bool(parser.calls))
+                out.extend(data_event(chunk) for chunk in chunks)
+                out.append(data_event("[DONE]"))
+            else:
+                logprobs = stream_logprobs(event.logprobs, want_logprobs)
+                pieces = parser.feed(event.text)
+                out.extend(data_event(chunk) for chunk in encoder.pieces(pieces, logprobs))
+        if out:
+            yield "".join(out)
 
 
 def _closing_chunks(
@@ -97,6 +111,9 @@ def _closing_chunks(
         message = f"generation failed: {finished.error}"
         return [{"error": {"message": message, "type": "server_error", "code": None}}]
     chunks = [encoder.finish(finished, has_calls)]
+    timings = speculative_timings(finished)
+    if timings is not None:  # only the chunk carrying finish_reason
+        chunks[0]["timings"] = timings
     if with_usage:
         chunks.append(encoder.usage(finished))
     return chunks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..protocol.completions import (
     to_generation_requests,
 )
 from ..protocol.mlx_lm_fields import check_model_fields
+from ..protocol.timings import speculative_timings
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
 from .priority import request_priority
@@ -33,9 +35,12 @@ router = APIRouter()
 async def create_completion(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CompletionRequest, await request.body())
-    check_model_fields(body, getattr(state.config, "adapter_dir", None))
+    adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
+                                 getattr(state.config, "draft_model", None))
     model = state.require_model()
     gens = to_generation_requests(body, model, state.config.defaults)
+    if adapter is not None:
+        gens = [dataclasses.replace(gen, adapter=adapter) for gen in gens]
     priority = request_priority(request)
     # Streaming /v1/completions is not counted in /metrics (the reference's semantics).
     handles: list[RequestHandle] = []
@@ -60,6 +65,9 @@ async def create_completion(request: Request) -> Response:
         for handle in handles:
             handle.cancel()  # the client left (or one prompt failed): drop the rest
     payload = completion_body(gens[0].request_id, state.model_name, FINGERPRINT, choices)
+    timings = speculative_timings([finished for _, finished, _ in choices])
+    if timings is not None:
+        payload["timings"] = timings
     return JSONResponse(payload)
 
 
@@ -87,7 +95,11 @@ async def _stream(
                     return
                 else:
                     finished.append(event)
-                    yield data_event(encoder.finish(index, event))
+                    chunk = encoder.finish(index, event)
+                    timings = speculative_timings(event)
+                    if timings is not None:  # only the chunk carrying finish_reason
+                        chunk["timings"] = timings
+                    yield data_event(chunk)
         if body.wants_usage_chunk():
             yield data_event(encoder.usage(finished))
         yield data_event("[DONE]")

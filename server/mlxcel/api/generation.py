@@ -63,3 +63,14 @@ async def stream_events(handle: RequestHandle) -> AsyncIterator[EngineEvent]:
     finally:
         if not handle.finished.is_set():
             handle.cancel()
+
+
+async def stream_batches(handle: RequestHandle) -> AsyncIterator[list[EngineEvent]]:
+    """``stream_events`` in the groups that arrived together, so that a route can write them
+    to the socket at once."""
+    try:
+        async for batch in handle.batches():
+            yield batch
+    finally:
+        if not handle.finished.is_set():
+            handle.cancel()

@@ -31,15 +31,16 @@ ANTHROPIC_TYPES = {
 }
 
 
-def anthropic_error_body(error: MlxcelError) -> dict[str, object]:
-    kind = ANTHROPIC_TYPES.get(error.status, "api_error")
+def anthropic_error_body(error: MlxcelError, status: int | None = None) -> dict[str, object]:
+    kind = ANTHROPIC_TYPES.get(status or error.status, "api_error")
     return {"type": "error", "error": {"type": kind, "message": error.message}}
 
 
 def error_response(error: MlxcelError, path: str = "") -> JSONResponse:
     # ``path`` lets a family (e.g. Anthropic's /v1/messages) choose its own error shape.
     if path in ANTHROPIC_PATHS:
-        return JSONResponse(anthropic_error_body(error), status_code=error.status)
+        status = error.anthropic_status or error.status
+        return JSONResponse(anthropic_error_body(error, status), status_code=status)
     return JSONResponse(error.to_openai(), status_code=error.status)
 
 

@@ -8,8 +8,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..chat.forcing import constrain
-from ..chat.template import render_chat_prompt
+from ..chat.forcing import constrain, instructed_messages
+from ..chat.template import render_chat, render_chat_prompt
+from ..chat.thinking_budget import budget_factory
 from ..engine.request import GenerationRequest
 from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
@@ -29,6 +30,7 @@ from ..protocol.body import parse_body
 from ..protocol.generated import ParsedOutput, parse_output
 from ..sse import sse_response
 from .generation import collect
+from .media_offload import prepare_prompt
 from .messages_stream import stream_message
 from .priority import request_priority
 from .state import app_state
@@ -70,9 +72,13 @@ async def create_message(request: Request) -> Response:
     model = state.require_model()
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
-                                      forced_tool_choice(body), None)
-    prompt = render_chat_prompt(model, messages, tools=tools)
+                                      forced_tool_choice(body), None, body.max_tokens)
+    rendered = await prepare_prompt(model, render_chat, model, messages, tools=tools)
+    prompt = rendered.tokens
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
+    budget = budget_factory(model, body.thinking_budget(), opens_reasoning)
+    if budget is not None:
+        constraints = (budget, *constraints)
     gen = GenerationRequest(
         prompt_tokens=tuple(prompt),
         max_tokens=body.max_tokens,
@@ -80,6 +86,7 @@ async def create_message(request: Request) -> Response:
         stop=body.stop_strings(),
         logits_processor_factories=constraints,
         request_id=new_message_id(),
+        vision=rendered.vision,
     )
     handle = state.engine.submit(gen, request_priority(request))
     shell = message_shell(gen.request_id, state.model_name, len(prompt))
@@ -99,7 +106,10 @@ async def count_tokens(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(CountTokensRequest, await bounded_body(request))
     model = state.require_model()
-    prompt = render_chat_prompt(model, template_messages(body), tools=chat_tools(body))
+    tools = chat_tools(body)
+    # The forced-choice instruction /v1/messages would add is part of the real prompt.
+    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
+    prompt = await prepare_prompt(model, render_chat_prompt, model, messages, tools=tools)
     return JSONResponse({"input_tokens": len(prompt)})
 
 

@@ -35,7 +35,14 @@ def props_body(state: AppState) -> dict[str, Any]:
             "dry_penalty_last_n": d.dry_penalty_last_n,
         },
         "total_slots": state.engine.max_batch_size,
+        # llama-server's capability flags: image input on a vision-language model.
+        "modalities": {"vision": _reads_images(state), "audio": False},
     }
+
+
+def _reads_images(state: AppState) -> bool:
+    model = state.engine.model
+    return model is not None and model.vision is not None
 
 
 @router.get("/props")

@@ -18,6 +18,7 @@ from ..protocol.responses import (
 from ..responses_store import ResponsesStores, StoredResponse, make_stores
 from ..sse import sse_response
 from .generation import collect
+from .media_offload import prepare_prompt
 from .priority import request_priority
 from .responses_compact import apply_context_management
 from .responses_stream import stream_response
@@ -46,7 +47,8 @@ async def create_response(request: Request) -> Response:
     stores = stores_of(request)
     body = parse_body(ResponsesRequest, await request.body())
     model = state.require_model()
-    turn = prepare(body, model, stores)
+    turn = await prepare_prompt(model, prepare, body, model, stores,
+                                state.config.defaults.n_predict)
     compacted = await apply_context_management(request, state, model, turn)
     gen = generation_request(turn, state, model.context_size)
     handle = state.engine.submit(gen, request_priority(request))
@@ -97,7 +99,9 @@ async def cancel_response(request: Request, response_id: str) -> Response:
 async def count_input_tokens(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(ResponsesRequest, await request.body())
-    turn = prepare(body, state.require_model(), stores_of(request))
+    model = state.require_model()
+    turn = await prepare_prompt(model, prepare, body, model, stores_of(request),
+                                state.config.defaults.n_predict)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": len(turn.prompt)})
 
 

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
 from ..chat.reasoning import split_reasoning
-from ..chat.template import render_chat_prompt
+from ..chat.template import render_chat, render_chat_prompt
 from ..engine.model import LoadedModel
 from ..engine.request import GenerationRequest, SamplingParams
 from ..errors import ContextLengthExceeded, InvalidRequestError
@@ -190,5 +190,6 @@ async def apply_context_management(
     result = await compact_history(request, state, model, turn.history, system=system,
                                    tools=turn.tools)
     turn.history = result.messages
-    turn.prompt = render_chat_prompt(model, system + turn.history, tools=turn.tools)
+    rendered = render_chat(model, system + turn.history, tools=turn.tools)
+    turn.prompt, turn.vision = rendered.tokens, rendered.vision
     return result

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..chat.forcing import constrain
-from ..chat.template import render_chat_prompt
+from ..chat.template import render_chat
 from ..chat.thinking_budget import budget_factory
 from ..engine.model import LoadedModel
-from ..engine.request import GenerationRequest, LogitsProcessorFactory
+from ..engine.request import GenerationRequest, LogitsProcessorFactory, VisionInputs
 from ..errors import InvalidRequestError
 from ..protocol.responses import (
     ResponsesRequest,
@@ -36,6 +36,7 @@ class PreparedTurn:
     opens_reasoning: bool
     # grammar for a forced tool choice or a json_schema text.format
     constraints: tuple[LogitsProcessorFactory, ...] = ()
+    vision: VisionInputs | None = None  # input_image parts, on a vision-language model
 
 
 def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict[str, Any]]:
@@ -60,7 +61,8 @@ def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict
     return list(stores.conversations.get(conv_id) or [])
 
 
-def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores) -> PreparedTurn:
+def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
+            default_max_tokens: int) -> PreparedTurn:
     # A prompt past the context is refused by the engine at submit, after any compaction.
     check_unsupported(body)
     tools = chat_tools(body)
@@ -70,14 +72,16 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores)
     if not history:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input")
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
+    max_tokens = body.max_output_tokens or body.max_tokens or default_max_tokens
     messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
-                                      response_format_of(body))
-    prompt = render_chat_prompt(model, messages, tools=tools)
+                                      response_format_of(body), max_tokens)
+    rendered = render_chat(model, messages, tools=tools)
+    prompt = rendered.tokens
     opens = model.decode(prompt[-4:]).endswith("<think>\n")
-    budget = budget_factory(model, body.thinking_budget(), opens)
-    if budget is not None:
-        constraints = (budget, *constraints)
-    return PreparedTurn(body, history, tools, prompt, opens, constraints)
+    thinking = budget_factory(model, body.thinking_budget(), opens)
+    if thinking is not None:
+        constraints = (thinking, *constraints)
+    return PreparedTurn(body, history, tools, prompt, opens, constraints, rendered.vision)
 
 
 def generation_request(turn: PreparedTurn, state: AppState, context: int) -> GenerationRequest:
@@ -93,6 +97,7 @@ def generation_request(turn: PreparedTurn, state: AppState, context: int) -> Gen
         stop=turn.body.stop_strings(),
         logits_processor_factories=turn.constraints,
         request_id=new_id("resp"),
+        vision=turn.vision,
     )
 
 

@@ -11,6 +11,7 @@ import logging
 from ..engine.model import LoadedModel
 from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from .forced_bounds import bounded_tools
 from .tool_formats.base import ToolFormat, Tools
 
 log = logging.getLogger("mlxcel.chat")
@@ -32,11 +33,13 @@ def marker_speller(model: LoadedModel):  # type: ignore[no-untyped-def]
 
 
 def forced_call_factories(
-    model: LoadedModel, fmt: ToolFormat | None, tools: Tools
+    model: LoadedModel, fmt: ToolFormat | None, tools: Tools, max_tokens: int
 ) -> tuple[LogitsProcessorFactory, ...]:
+    """The grammar of one forced call, its free values bounded so it fits ``max_tokens``."""
     if fmt is None or not fmt.json_wire:
         return ()
-    lark = fmt.call_grammar(tools, marker_speller(model))
+    budget = max_tokens if max_tokens > 0 else model.context_size
+    lark = fmt.call_grammar(bounded_tools(tools, budget), marker_speller(model))
     if lark is None:
         return ()
     from ..structured.grammar import compile_grammar, lark_grammar

@@ -21,18 +21,32 @@ from .tool_calls import tool_format_of
 from .tool_choice import place_instruction, plan_tools
 
 
+def is_forced(tools: list[dict[str, Any]] | None, chat_tool_choice: Any) -> bool:
+    return bool(tools) and (chat_tool_choice == "required" or isinstance(chat_tool_choice, dict))
+
+
+def instructed_messages(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, chat_tool_choice: Any
+) -> list[dict[str, Any]]:
+    """The messages as the template will see them: with the forced-choice instruction placed,
+    exactly as ``constrain`` places it (token counting must see the same prompt)."""
+    if not is_forced(tools, chat_tool_choice):
+        return messages
+    return place_instruction(messages, plan_tools(tools, chat_tool_choice).instruction)
+
+
 def constrain(
     model: LoadedModel,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     chat_tool_choice: Any,
     response_format: dict[str, Any] | None,
+    max_tokens: int,
     *,
     param: str = "tool_choice",
 ) -> tuple[list[dict[str, Any]], tuple[LogitsProcessorFactory, ...]]:
     """(messages with the instruction placed, factories) for a chat-style ``tool_choice``."""
-    forced = bool(tools) and (chat_tool_choice == "required" or isinstance(chat_tool_choice, dict))
-    if not forced:
+    if not is_forced(tools, chat_tool_choice):
         return messages, response_format_factories(model, response_format)
     if is_constraining(response_format):
         raise InvalidRequestError(
@@ -43,4 +57,5 @@ def constrain(
     placed = place_instruction(messages, plan.instruction)
     if not plan.tools:
         return placed, ()
-    return placed, forced_call_factories(model, tool_format_of(model), plan.tools)
+    return placed, forced_call_factories(model, tool_format_of(model), plan.tools,
+                                         max_tokens)

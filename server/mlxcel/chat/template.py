@@ -15,13 +15,16 @@ from typing import Any
 from jinja2 import TemplateError
 
 from ..engine.model import LoadedModel
+from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError
+from .multimodal import check_media, vision_prompt
 
 
 @dataclass(frozen=True)
 class RenderedPrompt:
     text: str
     tokens: list[int]
+    vision: VisionInputs | None = None  # the images of a vision-language prompt
 
 
 def load_template_override(value: str | None) -> str | None:
@@ -51,8 +54,12 @@ def render_chat(
     role_mapping: dict[str, str] | None = None,
 ) -> RenderedPrompt:
     """The prompt text and ids for ``messages`` ending in an open assistant turn;
-    ``role_mapping`` (mlx-lm's) only matters for a model without a chat template."""
+    ``role_mapping`` (mlx-lm's) only matters for a model without a chat template. Media parts
+    (chat/multimodal.py) are a 400 on a text-only model and pixels on a VLM."""
+    media = check_media(model, messages)
     if model.chat_template is None:
+        if media:
+            raise InvalidRequestError("The loaded model has no chat template to place images in.")
         text = plain_transcript(messages, role_mapping)
         return RenderedPrompt(text, model.encode(text))
     kwargs = dict(template_kwargs or {})
@@ -75,6 +82,9 @@ def render_chat(
         ) from None
     if not isinstance(text, str):
         raise InvalidRequestError("The chat template did not produce text.")
+    if media:
+        tokens, vision = vision_prompt(model, text, media)
+        return RenderedPrompt(text, tokens, vision)
     return RenderedPrompt(text, model.encode(text))
 
 

@@ -26,17 +26,14 @@ UNLIMITED = -1
 
 
 def requested_budget(fields: dict[str, Any]) -> int | None:
-    """The budget a request asked for under any alias; ``None`` when unlimited or absent.
-    Two aliases with different values, or a value that is not an integer ≥ -1, is a 400."""
+    """The budget a request asked for; ``None`` when unlimited or absent. When several aliases
+    are given, the first in ``ALIASES`` order wins. A value that is not an integer >= -1 is a
+    400."""
     given = {name: fields[name] for name in ALIASES if fields.get(name) is not None}
     for name, value in given.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < UNLIMITED:
             raise InvalidRequestError(
                 f"{name} must be an integer >= -1 (-1 = unlimited).", param=name)
-    if len(set(given.values())) > 1:
-        names = ", ".join(given)
-        raise InvalidRequestError(f"{names} disagree; give the thinking budget once.",
-                                  param=next(iter(given)))
     budget = next(iter(given.values()), None)
     return None if budget is None or budget == UNLIMITED else int(budget)
 

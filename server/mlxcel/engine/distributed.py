@@ -21,21 +21,28 @@ Rules that keep the ranks in lockstep (why the calls are synchronous):
 - rank 0 evaluates each call's output, because mlx-lm's prefill discards the logits of a chunk
   and would otherwise skip that chunk's last collectives, which the followers do run.
 
-Caches are mirrored only through model calls: an engine that edits a cache outside a call
-(trimming a prompt cache, merging batch caches) needs a message for that edit first.
+Caches are mirrored only through model calls, so the engine runs sharded in its simplest mode
+(``sharded_engine_config``): one request at a time on the single-sequence path (mlx-lm's
+``generate_step`` on one cache made by ``make_prompt_cache``, which asks ``ShardedModel``), and
+no prompt cache (its copies and trims, like the batch generator's cache merges and filters, are
+edits outside a call that the followers would never see).
 """
 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import make_prompt_cache
+
+if TYPE_CHECKING:
+    from .worker import EngineConfig
 
 log = logging.getLogger("mlxcel.distributed")
 
@@ -56,6 +63,18 @@ def sharding_group() -> mx.distributed.Group | None:
 def is_follower() -> bool:
     group = sharding_group()
     return group is not None and group.rank() != 0
+
+
+def sharded_engine_config(config: EngineConfig) -> EngineConfig:
+    """The engine's settings under sharding: one request at a time on the single-sequence path,
+    no prompt cache (the followers mirror model calls, not cache edits made between them)."""
+    log.info("sharded serving: one request at a time (not %d), prompt cache off",
+             config.parallel)
+    # the queue keeps the capacity asked for: requests wait their turn rather than get 503
+    queue = config.max_queue or 4 * max(config.parallel, 1)
+    return dataclasses.replace(
+        config, parallel=1, max_queue=queue, cache_prompt=False, solo_only=True
+    )
 
 
 def load_sharded(path_or_repo: str, group: mx.distributed.Group) -> tuple[Any, Any, dict[str, Any]]:
@@ -91,6 +110,10 @@ class MirroredCache(list[Any]):
     """A prompt cache (list of per-layer caches) with the id its mirrors have on the followers."""
 
     cache_id: int = -1
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MirroredCache:
+        # A copy would carry the same id while its contents drift from the followers' mirror.
+        raise TypeError("a mirrored cache cannot be copied: the followers would not see the copy")
 
 
 class ShardedModel:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlx.nn as nn
 from mlx_lm.tokenizer_utils import TokenizerWrapper
+
+if TYPE_CHECKING:
+    from .vision import VisionSupport
 
 
 @dataclass
@@ -20,6 +23,8 @@ class LoadedModel:
     tokenizer: TokenizerWrapper
     config: dict[str, Any]
     context_size: int
+    # Set for a vision-language model loaded through mlx-vlm (engine/vision.py).
+    vision: VisionSupport | None = None
 
     @property
     def eos_token_ids(self) -> set[int]:
@@ -82,3 +87,15 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
         config=dict(config),
         context_size=context,
     )
+
+
+def load_draft_model(path: str, target: LoadedModel) -> LoadedModel:
+    """A speculative-decoding draft model; it must share the target's vocabulary (same ids
+    for the same tokens), or its drafts would be meaningless."""
+    from mlx_lm import load
+
+    model, tokenizer, config = load(path, return_config=True)  # type: ignore[misc]
+    if tokenizer.get_vocab() != target.tokenizer.get_vocab():
+        raise ValueError(f"draft model {path} does not share the model's vocabulary")
+    return LoadedModel(model_display_name(path), path, model, tokenizer, dict(config),
+                       target.context_size)

@@ -57,8 +57,9 @@ class SamplingParams:
     dry_multiplier: float = 0.0
     dry_base: float = 1.75
     dry_allowed_length: int = 2
-    dry_penalty_last_n: int = 0
-    dry_sequence_breakers: tuple[int, ...] = ()
+    dry_penalty_last_n: int = 0  # 0 = the whole context
+    # Each breaker as token ids: a head token and the tokens that must follow it (engine/dry.py).
+    dry_sequence_breakers: tuple[tuple[int, ...], ...] = ()
     xtc_probability: float = 0.0
     xtc_threshold: float = 0.1
     # Not sampling strictly, but per-request generation policy carried the same way:
@@ -66,6 +67,20 @@ class SamplingParams:
     cache_prompt: bool | None = None
     # None: the server's policy (MLXCEL_LOOP_DETECTION, then the model family's default).
     loop_detection: LoopDetection | None = None
+    # Speculative decoding: False (mlx-lm's ``draft_model: null``) decodes this request without
+    # the server's drafter; ``num_draft_tokens`` None takes the server's --draft-max.
+    speculative: bool = True
+    num_draft_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class VisionInputs:
+    """A vision-language prompt's pixels, from the model's processor: ``pixel_values`` and the
+    extra arrays its vision tower reads (e.g. ``image_grid_thw``), as numpy arrays."""
+
+    pixel_values: Any
+    extras: dict[str, Any]
+    image_count: int
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,11 @@ class GenerationRequest:
     priority: Priority = "normal"
     # Streaming /v1/completions and native /completion are not counted in /metrics.
     count_in_metrics: bool = True
+    # Images for a vision-language model (None: a text prompt).
+    vision: VisionInputs | None = None
+    # A LoRA adapter directory (already confined to --adapter-dir): decoded unbatched on the
+    # base model with the adapter applied, outside the prompt cache.
+    adapter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +135,17 @@ class TokenDelta:
 
 
 @dataclass(frozen=True)
+class DraftStats:
+    """What a speculative drafter did for one request: tokens it proposed, how many of them
+    the model accepted, and how many verify rounds ran (a round with at least one draft)."""
+
+    kind: str  # "draft-model" or "prompt-lookup"
+    drafted: int = 0
+    accepted: int = 0
+    rounds: int = 0
+
+
+@dataclass(frozen=True)
 class Finished:
     """The last event of every request."""
 
@@ -125,6 +156,11 @@ class Finished:
     stop_string: str | None = None
     # Prompt tokens served from the prompt cache: accounting, not part of the outcome.
     cached_tokens: int = field(default=0, compare=False)
+    # Set when a drafter ran at least one verify round for this request.
+    draft: DraftStats | None = field(default=None, compare=False)
+    # Engine-measured: slot start to the first token (prefill), first token to the end.
+    prompt_ms: float = field(default=0.0, compare=False)
+    predicted_ms: float = field(default=0.0, compare=False)
 
 
 EngineEvent = TokenDelta | Finished

@@ -1,8 +1,8 @@
 """The prefill queue: requests waiting for a slot, ordered by X-Priority then arrival.
 
-Bounded: when it is full, ``push`` raises ``ServerBusy`` at once, so the route answers 503
-before any SSE header (admission control). Thread-safe: routes push from the event loop, the
-engine thread pops.
+Bounded: when it is full, ``push`` raises ``QueueFull`` at once, so the route answers 503 (529
+on Anthropic's routes) before any SSE header (admission control). Thread-safe: routes push from
+the event loop, the engine thread pops.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from ..errors import ServerBusy
+from ..errors import QueueFull
 from .handle import RequestHandle
 from .request import PRIORITY_RANK
 
@@ -35,13 +35,24 @@ class PrefillQueue:
         rank = PRIORITY_RANK.get(handle.request.priority, PRIORITY_RANK["normal"])
         with self._lock:
             if len(self._heap) >= self.capacity:
-                raise ServerBusy(BUSY_MESSAGE)
+                raise QueueFull(BUSY_MESSAGE)
             heapq.heappush(self._heap, (rank, next(self._order), handle))
             self._nonempty.notify()
 
-    def pop(self) -> RequestHandle | None:
+    def pop(self, blocked: Callable[[RequestHandle], bool] | None = None) -> RequestHandle | None:
+        """The first request in order; with ``blocked``, the first one it does not block
+        (the others keep their place)."""
         with self._lock:
-            return heapq.heappop(self._heap)[2] if self._heap else None
+            if not self._heap:
+                return None
+            if blocked is None:
+                return heapq.heappop(self._heap)[2]
+            for item in sorted(self._heap, key=lambda item: item[:2]):
+                if not blocked(item[2]):
+                    self._heap.remove(item)
+                    heapq.heapify(self._heap)
+                    return item[2]
+            return None
 
     def wait(self, timeout: float) -> None:
         """Block the engine thread until something is queued (or ``timeout``)."""

@@ -74,7 +74,9 @@ class ActiveSequence:
     guard: SequenceGuard = field(default_factory=SequenceGuard)
     generated: list[int] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
-    solo: Any = None  # a SoloRun when the sequence decodes on the single-sequence fast path
+    first_token_at: float | None = None
+    # A SoloRun (or SpeculativeRun) when the sequence decodes on the single-sequence path.
+    solo: Any = None
 
     @property
     def prompt_len(self) -> int:

@@ -22,12 +22,20 @@ from typing import Any
 from mlx_lm.generate import BatchGenerator
 from mlx_lm.models.cache import make_prompt_cache
 
-from ..errors import ContextLengthExceeded, InvalidRequestError, ModelLoading, ServerError
+from ..errors import (
+    ContextLengthExceeded,
+    InvalidRequestError,
+    ModelLoading,
+    NotSupported,
+    ServerError,
+)
+from ..media.policy import MediaPolicy
 from . import loop_detection
+from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
-from .model import LoadedModel, load_model
+from .model import LoadedModel, load_draft_model, load_model
 from .penalties import build_logits_processors
 from .prompt_cache import (
     DEFAULT_CAPACITY_BYTES,
@@ -40,8 +48,10 @@ from .sampling import build_sampler, check_logit_bias, greedy_sampler
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
 from .solo import SoloRun
+from .speculative import SpeculativeRun, can_speculate, choose_drafter
 from .stats import EngineStats, RequestMetrics
 from .stops import StopMatcher
+from .vision import VisionRun, is_vision_checkpoint, load_vision_model
 
 log = logging.getLogger("mlxcel.engine")
 
@@ -59,6 +69,19 @@ class EngineConfig:
     cache_bytes: int = DEFAULT_CAPACITY_BYTES
     cache_entries: int = DEFAULT_MAX_ENTRIES
     cache_ttl_s: float = DEFAULT_TTL_S
+    # --media-path roots and image bounds, for a vision-language model.
+    media: MediaPolicy = dataclasses.field(default_factory=MediaPolicy)
+    # Speculative decoding (single-sequence path only): a draft model sharing the tokenizer,
+    # else prompt lookup; draft_max is the default number of drafted tokens per round.
+    draft_model: str | None = None
+    draft_max: int = 3
+    prompt_lookup: bool = False
+    # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
+    solo_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.solo_only and self.parallel != 1:
+            raise ValueError("solo_only serves one request at a time: parallel must be 1")
 
     @property
     def slot_ctx_size(self) -> int:
@@ -73,6 +96,7 @@ class Engine:
         self.state = "loading"
         self.load_error: str | None = None
         self.model: LoadedModel | None = None
+        self.draft: LoadedModel | None = None
         self.stats = EngineStats()
         self.metrics = RequestMetrics()
         self.queue = PrefillQueue(config.max_queue or 4 * max(config.parallel, 1))
@@ -83,6 +107,7 @@ class Engine:
             else None
         )
         self._by_uid: dict[int, ActiveSequence] = {}
+        self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
         self._batch: BatchGenerator | None = None
         self._stopping = False
@@ -150,6 +175,9 @@ class Engine:
         if n_prompt == 0:
             raise InvalidRequestError("The prompt is empty.", param="prompt")
         check_logit_bias(request.sampling, model.vocab_size)
+        if request.adapter is not None and self.config.solo_only:
+            raise NotSupported("LoRA adapters are not served under sharded serving.",
+                               param="adapters")
         if n_prompt >= model.context_size:
             raise ContextLengthExceeded(
                 f"the request exceeds the available context size: {n_prompt} prompt tokens, "
@@ -178,9 +206,16 @@ class Engine:
 
     def _load(self) -> bool:
         try:
-            self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
+            if is_vision_checkpoint(self.config.model):
+                self.model = load_vision_model(self.config.model, ctx_size=self.config.
+                                               slot_ctx_size, policy=self.config.media)
+            else:
+                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
+                if self.config.draft_model:
+                    self.draft = load_draft_model(self.config.draft_model, self.model)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
-            self._batch = self._new_batch()
+            # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
+            self._batch = self._new_batch() if self.model.vision is None else None
             self.state = "ready"
             log.info("model %s loaded (%d slots, context %d per slot)",
                      self.model.name, len(self.slots), self.model.context_size)
@@ -214,7 +249,12 @@ class Engine:
         for slot, occupant in enumerate(self.slots):
             if occupant is not None:
                 continue
-            handle = self.queue.pop()
+            if self._solo is not None and self.model is not None and self.model.vision:
+                return  # a VLM runs one sequence at a time; the rest wait in the queue
+            # A request with a LoRA adapter needs the single-sequence lane: it waits (keeping
+            # its place) while the lane is taken, and others go ahead of it.
+            lane_taken = self._solo is not None
+            handle = self.queue.pop(needs_solo_lane if lane_taken else None)
             if handle is None:
                 return
             try:
@@ -225,7 +265,7 @@ class Engine:
                 handle.emit(Finished("error", n, 0, error=type(exc).__name__))
 
     def _start(self, slot: int, handle: RequestHandle) -> None:
-        assert self.model is not None and self._batch is not None
+        assert self.model is not None
         model, request = self.model, handle.request
         prompt = request.prompt_tokens
         max_tokens = min(request.max_tokens, model.context_size - len(prompt))
@@ -233,8 +273,8 @@ class Engine:
             handle.emit(Finished("length", len(prompt), 0))
             return
         cached, cache = 0, None
-        if self.prompt_cache is not None and request.sampling.cache_prompt is not False:
-            cached, cache = self.prompt_cache.lookup(prompt)
+        if self._caches(request):
+            cached, cache = self.prompt_cache.lookup(prompt)  # type: ignore[union-attr]
         seq = ActiveSequence(
             slot=slot,
             uid=-1,
@@ -252,14 +292,35 @@ class Engine:
         builtin = build_logits_processors(request.sampling)
         processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        if self._solo is None and not self._by_uid and len(self.queue) == 0:
-            seq.solo = SoloRun(
-                model.model, list(prompt[cached:]), cache or make_prompt_cache(model.model),
-                list(prompt[:cached]), sampler, processors, max_tokens,
-                self.config.prefill_step_size,
-            )
+        # Sharded serving mirrors model calls on the followers, not cache trims: no drafter;
+        # a VLM decodes on its own lane without one.
+        drafter = None if self.config.solo_only or model.vision is not None else choose_drafter(
+            request.sampling, bool(processors), self.draft.model if self.draft else None,
+            self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
+        if model.vision is not None:
+            seq.solo = VisionRun(model.model, list(prompt), request.vision, sampler, processors,
+                                 max_tokens, self.config.prefill_step_size)
+            self._solo = seq
+        # A speculative or adapter request takes the single-sequence lane whenever it is free
+        # (neither can join the batch); a speculative one finding it taken decodes plainly in
+        # the batch, an adapter one waits for it (see _admit).
+        elif self.config.solo_only or (self._solo is None and (
+                drafter is not None or needs_solo_lane(handle)
+                or (not self._by_uid and len(self.queue) == 0))):
+            weights = self.adapters.get(request.adapter) if request.adapter else model.model
+            solo_cache = cache or make_prompt_cache(weights)
+            if drafter is not None and can_speculate(solo_cache):
+                seq.solo = SpeculativeRun(
+                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                    sampler, drafter[0], drafter[1], max_tokens, self.config.prefill_step_size)
+            else:
+                seq.solo = SoloRun(
+                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                    sampler, processors, max_tokens, self.config.prefill_step_size,
+                )
             self._solo = seq
         else:
+            assert self._batch is not None
             (seq.uid,) = self._batch.insert(
                 [list(prompt[cached:])],
                 max_tokens=[max_tokens],
@@ -275,6 +336,14 @@ class Engine:
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
+
+    def _caches(self, request: GenerationRequest) -> bool:
+        """Whether ``request`` reads and feeds the prompt cache: never on a VLM (image
+        placeholder ids are the same whatever the image), nor with an adapter (the cache holds
+        the base model's keys and values)."""
+        return (self.prompt_cache is not None and request.sampling.cache_prompt is not False
+                and request.adapter is None
+                and self.model is not None and self.model.vision is None)
 
     def _running(self) -> list[ActiveSequence]:
         solo = [self._solo] if self._solo is not None else []
@@ -321,6 +390,8 @@ class Engine:
             return
         token = int(response.token)
         request = seq.handle.request
+        if seq.first_token_at is None:
+            seq.first_token_at = time.monotonic()
         seq.generated.append(token)
         self.stats.total_decode_tokens += 1
         if token in seq.eos:
@@ -347,10 +418,8 @@ class Engine:
         cache: tuple[Any, Any] | None = None,
     ) -> None:
         request = seq.handle.request
-        donate = (
-            self.prompt_cache is not None and request.sampling.cache_prompt is not False
-            and reason != "error"
-        )
+        draft = getattr(seq.solo, "draft_stats", None)
+        donate = self._caches(request) and reason != "error"
         if seq.solo is not None:
             if cache is None and donate:
                 cache = (seq.solo.cache, seq.solo.held_tokens())
@@ -365,11 +434,14 @@ class Engine:
             tail = seq.stops.feed(seq.detok.flush()) + seq.stops.flush()
             if tail:
                 seq.handle.emit(TokenDelta(tail))
+        now = time.monotonic()
+        first = seq.first_token_at or now
         finished = Finished(
             reason, seq.prompt_len, len(seq.generated), error=error,
-            stop_string=seq.stops.matched, cached_tokens=seq.cached_tokens,
+            stop_string=seq.stops.matched, cached_tokens=seq.cached_tokens, draft=draft,
+            prompt_ms=(first - seq.started) * 1e3, predicted_ms=(now - first) * 1e3,
         )
-        elapsed = time.monotonic() - seq.started
+        elapsed = now - seq.started
         self.metrics.record(request, finished, elapsed)
         log.info(
             "request %s finished: %s, prompt %d (cached %d), completion %d, %.3f s, priority %s%s",

@@ -4,7 +4,9 @@ tools and ``tool_choice``, and the message body.
 Mapping: ``system`` (string or text blocks) → a system message; user ``text`` blocks → user
 content, ``tool_result`` blocks → tool messages (before the user's text, as they answer the
 previous turn); assistant ``text`` → content, ``tool_use`` → tool calls, ``thinking`` → the
-turn's reasoning. Images are a 400 naming the limitation: the loaded model is text-only.
+turn's reasoning. ``image`` blocks (base64 or url source, also inside ``tool_result``) become
+neutral image parts (chat/multimodal.py): pixels on a vision model, a 400 naming the
+limitation on a text-only one.
 Tools without ``input_schema`` (server tools) are dropped.
 """
 
@@ -16,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..chat.multimodal import image_part
 from ..engine.request import Finished
 from ..errors import InvalidRequestError
 from .sampling_fields import OpenAISamplingFields
@@ -42,6 +45,20 @@ class MessagesRequest(OpenAISamplingFields):
     def thinking_enabled(self) -> bool:
         return (self.thinking or {}).get("type") in ("enabled", "adaptive")
 
+    def thinking_budget(self) -> int | None:
+        """``thinking: {"type": "enabled", "budget_tokens": N}`` is Anthropic's form of the
+        thinking budget; the OpenAI-side aliases apply when it is absent."""
+        thinking = self.thinking or {}
+        budget = thinking.get("budget_tokens")
+        if thinking.get("type") != "enabled" or budget is None:
+            return super().thinking_budget()
+        if isinstance(budget, float) and budget.is_integer():
+            budget = int(budget)  # JSON Schema's integer admits 3.0
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InvalidRequestError("thinking.budget_tokens must be a non-negative integer.",
+                                      param="thinking.budget_tokens")
+        return budget
+
     def stop_strings(self) -> tuple[str, ...]:
         return tuple(self.stop_sequences or ())
 
@@ -59,20 +76,46 @@ def _bad(message: str, param: str) -> InvalidRequestError:
     return InvalidRequestError(message, param=param)
 
 
-def _text_of(blocks: str | list[Any], param: str) -> str:
+def _image_of(block: dict[str, Any], param: str) -> dict[str, Any]:
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "base64" and isinstance(source, dict):
+        media, data = source.get("media_type"), source.get("data")
+        if not isinstance(media, str) or not isinstance(data, str):
+            raise _bad(f"{param}.source: a base64 image needs string media_type and data.",
+                       f"{param}.source")
+        return image_part(f"data:{media};base64,{data}", param)
+    if kind == "url" and isinstance(source, dict):
+        return image_part(source.get("url"), param)
+    raise _bad(f"{param}.source.type must be base64 or url.", f"{param}.source")
+
+
+def _parts_of(blocks: str | list[Any], param: str, *, images: bool) -> list[dict[str, Any]]:
     if isinstance(blocks, str):
-        return blocks
-    texts = []
-    for i, block in enumerate(blocks):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif kind == "image":
-            raise _bad(f"{param}.{i} is an image block, but the loaded model is text-only "
-                       "and cannot read images.", f"{param}.{i}")
-        else:
-            raise _bad(f"{param}.{i}: unsupported content block type {kind!r}.", f"{param}.{i}")
-    return "".join(texts)
+        return [{"type": "text", "text": blocks}]
+    return [_block_part(block, f"{param}.{i}", images) for i, block in enumerate(blocks)]
+
+
+def _block_part(block: Any, param: str, images: bool) -> dict[str, Any]:
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "text" and isinstance(block.get("text"), str):
+        return {"type": "text", "text": block["text"]}
+    if kind == "image" and images:
+        return _image_of(block, param)
+    raise _bad(f"{param}: unsupported content block type {kind!r}.", param)
+
+
+def _joined(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One text, or the parts list when an image is among them."""
+    if any(p["type"] != "text" for p in parts):
+        return parts
+    return "".join(p["text"] for p in parts)
+
+
+def _text_of(blocks: str | list[Any], param: str) -> str:
+    text = _joined(_parts_of(blocks, param, images=False))
+    assert isinstance(text, str)
+    return text
 
 
 def system_messages(system: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -83,18 +126,20 @@ def system_messages(system: str | list[dict[str, Any]] | None) -> list[dict[str,
 
 
 def _user_turn(content: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
-    results, texts = [], []
+    results: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
     for i, block in enumerate(content):
         where = f"{param}.{i}"
         if block.get("type") == "tool_result":
             if not isinstance(block.get("tool_use_id"), str):
                 raise _bad(f"{where}.tool_use_id must be a string.", f"{where}.tool_use_id")
-            text = _text_of(block.get("content") or "", f"{where}.content")
+            result = _joined(_parts_of(block.get("content") or "", f"{where}.content",
+                                       images=True))
             results.append({"role": "tool", "tool_call_id": block["tool_use_id"],
-                            "content": text})
+                            "content": result})
         else:
-            texts.append(_text_of([block], param))
-    turn = [{"role": "user", "content": "".join(texts)}] if texts else []
+            parts.append(_block_part(block, where, True))
+    turn = [{"role": "user", "content": _joined(parts)}] if parts else []
     return results + turn
 
 
@@ -160,7 +205,7 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     return tools or None
 
 
-def forced_tool_choice(request: MessagesRequest) -> Any:
+def forced_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:
     """Anthropic's ``any`` / ``tool`` in the chat ``tool_choice`` shape the forcing rules read."""
     choice = request.tool_choice or {}
     if choice.get("type") == "any":

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..chat.forced_choice import forced_call_factories
+from ..chat.multimodal import image_part
 from ..chat.reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 from ..chat.stream_filter import ChatOutputParser
 from ..chat.template import render_chat
@@ -31,6 +32,8 @@ from ..errors import InvalidRequestError
 from ..structured.response_format import is_constraining, response_format_factories
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
+
+MEDIA_PART_TYPES = ("image_url", "input_image", "video_url", "input_audio")
 
 
 class ContentPart(BaseModel):
@@ -79,24 +82,39 @@ class ChatCompletionRequest(OpenAISamplingFields):
         return self.logprobs
 
 
-def _flatten_content(index: int, message: ChatMessage) -> str | None:
+def _media_part(part: ContentPart, param: str) -> dict[str, Any]:
+    """A chat media part as the neutral part chat/multimodal.py reads."""
+    extra = part.model_extra or {}
+    if part.type in ("image_url", "input_image"):
+        value = extra.get(part.type)
+        url = value.get("url") if isinstance(value, dict) else value
+        return image_part(url, param)
+    if part.type == "video_url":
+        value = extra.get("video_url")
+        video = value if isinstance(value, dict) else {"url": value}
+        return {"type": "video", "param": param, "url": video.get("url"),
+                "fps": video.get("fps")}
+    return {"type": "audio", "param": param}
+
+
+def _flatten_content(index: int, message: ChatMessage) -> str | list[dict[str, Any]] | None:
+    """Text parts joined into one string; with media parts, the neutral parts list."""
     if message.content is None or isinstance(message.content, str):
         return message.content
-    texts: list[str] = []
-    for part in message.content:
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(message.content):
         if part.type == "text" and part.text is not None:
-            texts.append(part.text)
-        elif part.type in ("image_url", "input_image", "video_url", "input_audio"):
-            raise InvalidRequestError(
-                f"messages[{index}] has a {part.type} part, but the loaded model is text-only.",
-                param=f"messages.{index}.content",
-            )
+            parts.append({"type": "text", "text": part.text})
+        elif part.type in MEDIA_PART_TYPES:
+            parts.append(_media_part(part, f"messages.{index}.content.{j}"))
         else:
             raise InvalidRequestError(
                 f"messages[{index}] has an unsupported content part type {part.type!r}.",
                 param=f"messages.{index}.content",
             )
-    return "\n".join(texts)
+    if any(p["type"] != "text" for p in parts):
+        return parts
+    return "\n".join(p["text"] for p in parts)
 
 
 def template_messages(request: ChatCompletionRequest) -> list[dict[str, Any]]:
@@ -154,7 +172,8 @@ def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> 
 
 
 def _constraints(
-    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None
+    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None,
+    max_tokens: int,
 ) -> tuple[LogitsProcessorFactory, ...]:
     if plan.required and is_constraining(request.response_format):
         raise InvalidRequestError(
@@ -162,7 +181,7 @@ def _constraints(
             param="tool_choice",
         )
     if plan.required and plan.tools:
-        return forced_call_factories(model, fmt, plan.tools)
+        return forced_call_factories(model, fmt, plan.tools, max_tokens)
     return response_format_factories(model, request.response_format)
 
 
@@ -175,7 +194,8 @@ def to_chat_setup(
     request.check_n()
     plan = plan_tools(request.tools, request.tool_choice)
     fmt = tool_format_of(model) if plan.tools else None
-    factories = _constraints(request, model, plan, fmt)
+    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
+    factories = _constraints(request, model, plan, fmt, limit)
     kwargs = _template_kwargs(request, server_template_kwargs or {})
     markers = reasoning_markers(model)
     messages = apply_rolling_checkpoint(
@@ -184,7 +204,6 @@ def to_chat_setup(
     messages = place_instruction(messages, plan.instruction)
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
                          role_mapping=request.role_mapping)
-    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
     sampling = request.sampling(defaults)
     opens = prompt_opens_reasoning(prompt.text, markers)
     budget = budget_factory(model, request.thinking_budget(), opens, markers)
@@ -200,6 +219,7 @@ def to_chat_setup(
         ignore_eos=bool(request.ignore_eos),
         logits_processor_factories=factories,
         request_id=new_id("chatcmpl-"),
+        vision=prompt.vision,
     )
     return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
 

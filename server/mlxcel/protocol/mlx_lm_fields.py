@@ -2,9 +2,14 @@
 inside the operator's ``--adapter-dir`` allowlist) and ``draft_model`` / ``num_draft_tokens``
 (speculative decoding).
 
-Neither is served per request yet: an allowed, existing adapter directory and a non-null
-``draft_model`` answer the documented 501 ``not_supported_error`` rather than generating
-without them. Everything that is the request's fault (no allowlist configured, a path that
+An allowed adapter directory (holding mlx-lm's ``adapter_config.json`` and
+``adapters.safetensors``) is applied to the request: the engine loads base + adapter once,
+caches it, and decodes such requests unbatched. A non-null ``draft_model`` may only name the draft
+model the server was started with (``--draft-model``: its path as given, its real path or its
+directory name); any other value is a 400, because a request never makes the server load a
+file. Without a configured draft model it is the documented 501. ``draft_model: null`` decodes
+this request without a drafter (mlx-lm unloads its draft model; this server keeps it for the
+other requests). Everything that is the request's fault (no allowlist configured, a path that
 escapes it, a missing directory) is a 400 ``invalid_request_error`` first.
 """
 
@@ -17,6 +22,7 @@ from ..errors import InvalidRequestError, NotSupported
 from .sampling_fields import OpenAISamplingFields
 
 ADAPTER_FLAG = "--adapter-dir (env MLXCEL_ADAPTER_DIR)"
+ADAPTER_FILES = ("adapter_config.json", "adapters.safetensors")
 
 
 def resolve_adapter(value: str, adapter_dir: str | None) -> Path:
@@ -44,18 +50,33 @@ def resolve_adapter(value: str, adapter_dir: str | None) -> Path:
         raise InvalidRequestError(
             f"No adapter directory {value!r} under the server's adapter directory.",
             param="adapters")
+    if not all((real / name).is_file() for name in ADAPTER_FILES):
+        raise InvalidRequestError(
+            f"{value!r} is not an mlx-lm adapter directory (it needs "
+            f"{' and '.join(ADAPTER_FILES)}).", param="adapters")
     return real
 
 
-def check_model_fields(request: OpenAISamplingFields, adapter_dir: str | None) -> None:
-    """Refuse what this server cannot honour; ``draft_model: null`` and ``num_draft_tokens``
-    alone are accepted and change nothing (no draft model is loaded)."""
-    if request.adapters is not None:
-        resolve_adapter(request.adapters, adapter_dir)
+def draft_model_names(draft_model: str) -> set[str]:
+    """The values a request's ``draft_model`` may use for the configured draft model."""
+    return {draft_model, os.path.realpath(draft_model), Path(draft_model).name}
+
+
+def check_model_fields(request: OpenAISamplingFields, adapter_dir: str | None,
+                       draft_model: str | None = None) -> str | None:
+    """Refuse what this server cannot honour; return the adapter directory to apply, if any.
+    ``draft_model: null`` and ``num_draft_tokens`` are accepted (they switch the server's
+    drafter off, or size its drafts)."""
+    adapter = (str(resolve_adapter(request.adapters, adapter_dir))
+               if request.adapters is not None else None)
+    if request.draft_model is None:
+        return adapter
+    if draft_model is None:
         raise NotSupported(
-            "Per-request LoRA adapters are not served yet: the adapter directory is allowed, "
-            "but this server cannot apply it to a generation.", param="adapters")
-    if request.draft_model is not None:
-        raise NotSupported(
-            "Per-request draft models (speculative decoding) are not served yet.",
-            param="draft_model")
+            "This server has no draft model: start it with --draft-model PATH to serve "
+            "speculative decoding with one.", param="draft_model")
+    if request.draft_model not in draft_model_names(draft_model):
+        raise InvalidRequestError(
+            f"draft_model must name the server's draft model ({Path(draft_model).name}); "
+            "a request cannot load another model.", param="draft_model")
+    return adapter

@@ -18,19 +18,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..chat.thinking_budget import ALIASES as BUDGET_ALIASES
 from ..chat.thinking_budget import raw_prompt_factories, requested_budget
 from ..config import GenerationDefaults
-from ..engine.dry import DEFAULT_BREAKERS, DryParams, breaker_token_ids, make_dry_processor
+from ..engine.dry import DEFAULT_STRING_BREAKERS, BreakerSequence, breakers_from_strings
 from ..engine.model import LoadedModel
 from ..engine.request import (
     EngineEvent,
     Finished,
     GenerationRequest,
-    LogitsProcessorFactory,
     SamplingParams,
     TokenDelta,
     TokenLogprob,
 )
 from ..errors import InvalidRequestError
 from .chat import new_id
+from .timings import draft_fields, llama_timings
 from .types import Int
 
 PromptItem = str | Int | list[str | Int]
@@ -201,6 +201,7 @@ def native_sampling(request: NativeCompletionRequest, model: LoadedModel,
         frequency_penalty=_pick(request.frequency_penalty, defaults.frequency_penalty),
         logit_bias=native_logit_bias(request, model),
         p_less=bool(request.p_less),
+        **native_dry(request, model, defaults),
     )
 
 
@@ -212,28 +213,35 @@ def _seed(value: int | None, default: int | None) -> int | None:
     return None if value < 0 else value % 2**64
 
 
-_BREAKER_CACHE: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
+_BREAKER_CACHE: dict[tuple[int, tuple[str, ...]], tuple[BreakerSequence, ...]] = {}
 
 
-def _dry_factory(request: NativeCompletionRequest, model: LoadedModel
-                 ) -> LogitsProcessorFactory | None:
-    if not request.dry_multiplier:
-        return None
-    breakers = tuple(request.dry_sequence_breakers
-                     if request.dry_sequence_breakers is not None else DEFAULT_BREAKERS)
-    params = DryParams(
-        multiplier=request.dry_multiplier,
-        base=_pick(request.dry_base, 1.75),
-        allowed_length=_pick(request.dry_allowed_length, 2),
-        penalty_last_n=_pick(request.dry_penalty_last_n, 64),
-        breakers=breakers,
-    )
-    key = (id(model.tokenizer), breakers)
+def _string_breakers(strings: tuple[str, ...], model: LoadedModel) -> tuple[BreakerSequence, ...]:
+    key = (id(model.tokenizer), strings)
     if key not in _BREAKER_CACHE:
-        _BREAKER_CACHE[key] = breaker_token_ids(model.tokenizer.get_vocab(), model.decode,
-                                                breakers)
-    ids = _BREAKER_CACHE[key]
-    return lambda: make_dry_processor(params, ids)
+        pieces = [(i, model.decode([i])) for i in sorted(model.tokenizer.get_vocab().values())]
+        _BREAKER_CACHE[key] = breakers_from_strings(strings, pieces, model.encode)
+    return _BREAKER_CACHE[key]
+
+
+def native_dry(request: NativeCompletionRequest, model: LoadedModel,
+               defaults: GenerationDefaults) -> dict[str, Any]:
+    """DRY in llama-server's terms (``dry_penalty_last_n``: -1 = the whole context, 0 = off;
+    string breakers, default ``["\\n", ":", "\\"", "*"]``) as ``SamplingParams`` fields."""
+    multiplier = _pick(request.dry_multiplier, defaults.dry_multiplier)
+    last_n = request.dry_penalty_last_n
+    window = defaults.dry_penalty_last_n if last_n is None else max(last_n, 0)
+    if last_n == 0:
+        multiplier = 0.0
+    strings = tuple(request.dry_sequence_breakers if request.dry_sequence_breakers is not None
+                    else DEFAULT_STRING_BREAKERS)
+    return {
+        "dry_multiplier": multiplier,
+        "dry_base": _pick(request.dry_base, defaults.dry_base),
+        "dry_allowed_length": _pick(request.dry_allowed_length, defaults.dry_allowed_length),
+        "dry_penalty_last_n": window,
+        "dry_sequence_breakers": _string_breakers(strings, model) if multiplier > 0 else (),
+    }
 
 
 def n_predict_of(request: NativeCompletionRequest, model: LoadedModel,
@@ -249,7 +257,6 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
     _check_unsupported(request)
     prompts = native_prompts(request, model) if prompts is None else prompts
     stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
-    dry = _dry_factory(request, model)
     budget = requested_budget({name: getattr(request, name) for name in BUDGET_ALIASES})
     request_id = new_id("cmpl-")
     return [
@@ -261,8 +268,7 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
             ignore_eos=bool(request.ignore_eos),
             logprobs=bool(request.n_probs),
             top_logprobs=min(request.n_probs or 0, model.vocab_size),
-            logits_processor_factories=(raw_prompt_factories(model, budget, tokens)
-                                        + ((dry,) if dry else ())),
+            logits_processor_factories=raw_prompt_factories(model, budget, tokens),
             request_id=request_id,
         )
         for tokens in prompts
@@ -319,7 +325,7 @@ class NativeRun:
             chunk["completion_probabilities"] = completion_probabilities(event.logprobs)
         return chunk
 
-    def timings(self) -> dict[str, float | int]:
+    def timings(self) -> dict[str, Any]:
         """Prompt time runs from submission to the first generated token (queue wait and
         prefill included); predicted time from there to the end."""
         assert self.finished is not None and self.ended_at is not None
@@ -328,19 +334,11 @@ class NativeRun:
         predicted_n = self.finished.completion_tokens
         prompt_ms = (first - self.started) * 1e3
         predicted_ms = (self.ended_at - first) * 1e3
-        return {
-            "cache_n": 0,
-            "prompt_n": prompt_n,
-            "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
-            "prompt_per_second": prompt_n / prompt_ms * 1e3 if prompt_ms > 0 else 0.0,
-            "predicted_n": predicted_n,
-            "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / predicted_n if predicted_n else 0.0,
-            "predicted_per_second": (
-                predicted_n / predicted_ms * 1e3 if predicted_ms > 0 and predicted_n else 0.0
-            ),
-        }
+        timings = llama_timings(prompt_n, prompt_ms, predicted_n, predicted_ms)
+        draft = self.finished.draft
+        if draft is not None and draft.rounds > 0:  # a drafter ran: its four counters too
+            timings.update(draft_fields(draft))
+        return timings
 
     def final(self, model_name: str, prompt_text: str, settings: dict[str, Any], *,
               streamed: bool, return_tokens: bool) -> dict[str, Any]:
@@ -396,10 +394,11 @@ def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest
         "repeat_penalty": s.repetition_penalty,
         "presence_penalty": s.presence_penalty,
         "frequency_penalty": s.frequency_penalty,
-        "dry_multiplier": request.dry_multiplier or 0.0,
-        "dry_base": _pick(request.dry_base, 1.75),
-        "dry_allowed_length": _pick(request.dry_allowed_length, 2),
-        "dry_penalty_last_n": _pick(request.dry_penalty_last_n, 64),
+        "dry_multiplier": s.dry_multiplier,
+        "dry_base": s.dry_base,
+        "dry_allowed_length": s.dry_allowed_length,
+        "dry_penalty_last_n": _pick(request.dry_penalty_last_n,
+                                    s.dry_penalty_last_n or -1),
         "stop": list(gen.stop),
         "ignore_eos": gen.ignore_eos,
         "stream": request.stream,

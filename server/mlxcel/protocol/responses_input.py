@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..chat.multimodal import image_part
 from ..errors import InvalidRequestError
 from .responses_compaction import decode_capsule, summary_message
 
@@ -32,23 +33,41 @@ def _part_text(part: Any, role: str, param: str) -> str:
         return str(part["text"])
     if kind == "refusal" and role == "assistant" and isinstance(part.get("refusal"), str):
         return str(part["refusal"])
-    if kind in MEDIA_PARTS:
-        raise _bad(
-            f"{param} is an {kind} part, but the loaded model is text-only and cannot read it.",
-            param,
-        )
     if kind == "input_file":
         raise _bad(f"{param}: input_file parts are not supported by this server.", param)
     raise _bad(f"{param}: unsupported content part type {kind!r} for role {role!r}.", param)
 
 
-def content_text(content: Any, role: str, param: str) -> str:
-    """A message's content (string or parts) as one text."""
+def _media_part(part: dict[str, Any], param: str) -> dict[str, Any]:
+    """A Responses media part as the neutral part chat/multimodal.py reads."""
+    if part["type"] == "input_audio":
+        return {"type": "audio", "param": param}
+    value = part.get("image_url")
+    if isinstance(value, dict):  # the chat shape, {"url": ...}
+        value = value.get("url")
+    if value is None and part.get("file_id") is not None:
+        raise _bad(f"{param}: input_image by file_id is not supported by this server; send "
+                   "image_url.", param)
+    return image_part(value, param)
+
+
+def content_text(content: Any, role: str, param: str) -> str | list[dict[str, Any]]:
+    """A message's content (string or parts) as one text; with media parts, the neutral
+    parts list (text parts as ``{"type": "text"}``)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise _bad(f"{param} must be a string or an array of content parts.", param)
-    return "".join(_part_text(p, role, f"{param}.{i}") for i, p in enumerate(content))
+    parts: list[dict[str, Any]] = []
+    for i, part in enumerate(content):
+        where = f"{param}.{i}"
+        if isinstance(part, dict) and part.get("type") in MEDIA_PARTS:
+            parts.append(_media_part(part, where))
+        else:
+            parts.append({"type": "text", "text": _part_text(part, role, where)})
+    if any(p["type"] != "text" for p in parts):
+        return parts
+    return "".join(p["text"] for p in parts)
 
 
 def _message(item: dict[str, Any], param: str) -> dict[str, Any]:

@@ -112,11 +112,15 @@ class OpenAISamplingFields(BaseModel):
             dry_base=_pick(self.dry_base, defaults.dry_base),
             dry_allowed_length=_pick(self.dry_allowed_length, defaults.dry_allowed_length),
             dry_penalty_last_n=max(0, _pick(self.dry_penalty_last_n, defaults.dry_penalty_last_n)),
-            dry_sequence_breakers=tuple(self.dry_sequence_breakers or ()),
+            dry_sequence_breakers=tuple((i,) for i in self.dry_sequence_breakers or ()),
             xtc_probability=_pick(self.xtc_probability, defaults.xtc_probability),
             xtc_threshold=_pick(self.xtc_threshold, defaults.xtc_threshold),
             cache_prompt=self.cache_prompt_setting(),
             loop_detection=self._loop_detection(),
+            # mlx-lm's `draft_model: null`: no drafting for this request (a named draft model
+            # was checked against the server's in mlx_lm_fields.check_model_fields).
+            speculative=not ("draft_model" in self.model_fields_set and self.draft_model is None),
+            num_draft_tokens=self.num_draft_tokens,
         )
 
     def cache_prompt_setting(self) -> bool | None:

@@ -1,0 +1,123 @@
+"""Multimodal chat prompts: the family-neutral media parts every adapter produces, and how
+they become a vision-language prompt (token ids plus pixels).
+
+Adapters put media into a message's ``content`` list as neutral parts, next to
+``{"type": "text", "text": ...}``:
+
+* ``{"type": "image", "url": <data URI | http(s) URL | file:// URL | absolute path>,
+  "param": <where the request had it>}`` (chat ``image_url``, Responses ``input_image``,
+  Anthropic ``image`` blocks with a base64 or url source);
+* ``{"type": "video", "url": ..., "fps": ..., "param": ...}`` (chat ``video_url``) and
+  ``{"type": "audio", "param": ...}``.
+
+A text-only model answers 400 naming the part. On a VLM each image is read under the media
+policy (media/sources.py), decoded under its bounds (media/decode.py), the template renders the
+content list (an ``image`` part becomes the model's placeholder) and the model's processor
+expands the placeholders and makes the pixel arrays. A video goes to a model with a native
+video placeholder (Qwen2-VL's ``<|video_pad|>``) as sampled frames (media/video.py); images and
+a video in one request, or a video on a model without that placeholder, are a 400. Audio has
+no path in this build: 400 (a video and an audio part together: the reference's message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..engine.model import LoadedModel
+from ..engine.request import VisionInputs
+from ..errors import InvalidRequestError, RequestTooLarge
+from ..media.decode import decode_image
+from ..media.sources import read_media
+from ..media.video import sample_frames
+
+MEDIA_TYPES = ("image", "video", "audio")
+COMBINED_VIDEO_AUDIO = "Combined video and audio inputs are not supported"
+
+
+def image_part(url: Any, param: str) -> dict[str, Any]:
+    if not isinstance(url, str) or not url:
+        raise InvalidRequestError(f"{param}: the image URL must be a non-empty string.",
+                                  param=param)
+    return {"type": "image", "url": url, "param": param}
+
+
+def media_parts(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and part.get("type") in MEDIA_TYPES:
+                    yield part
+
+
+def _refuse_text_only(part: dict[str, Any]) -> InvalidRequestError:
+    what = {"image": "an image", "video": "a video", "audio": "an audio"}[part["type"]]
+    return InvalidRequestError(
+        f"{part['param']} is {what} input, but the loaded model is text-only and cannot read "
+        f"{'images' if part['type'] == 'image' else part['type']}.", param=part["param"])
+
+
+def _check_video(part: dict[str, Any], model: LoadedModel, kinds: set[str]) -> None:
+    assert model.vision is not None
+    if not isinstance(part.get("url"), str) or not part["url"]:
+        raise InvalidRequestError(f"{part['param']}: the video URL must be a non-empty string.",
+                                  param=part["param"])
+    if model.vision.video_token is None:
+        raise InvalidRequestError(
+            f"{part['param']}: the loaded model has no video input path; send the frames as "
+            "images.", param=part["param"])
+    if "image" in kinds:
+        raise InvalidRequestError(
+            f"{part['param']}: images and a video in one request are not supported by the "
+            "loaded model.", param=part["param"])
+
+
+def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The media parts (images, videos) of ``messages`` after the refusals; empty for a text
+    prompt."""
+    parts = list(media_parts(messages))
+    if not parts:
+        return []
+    if model.vision is None:
+        raise _refuse_text_only(parts[0])
+    kinds = {p["type"] for p in parts}
+    if {"video", "audio"} <= kinds:
+        raise InvalidRequestError(COMBINED_VIDEO_AUDIO, param=parts[0]["param"])
+    for part in parts:
+        if part["type"] == "video":
+            _check_video(part, model, kinds)
+        if part["type"] == "audio":
+            raise InvalidRequestError(
+                f"{part['param']}: the loaded model has no audio input path.",
+                param=part["param"])
+    limit = model.vision.policy.max_images
+    if len(parts) > limit:
+        raise RequestTooLarge(f"The request has {len(parts)} media parts; the server accepts at "
+                              f"most {limit} per request.", param=parts[limit]["param"])
+    return parts
+
+
+def _check_placeholders(text: str, token: str | None, count: int, what: str) -> None:
+    if token is not None and text.count(token) != count:
+        raise InvalidRequestError(
+            f"The chat template placed {text.count(token)} {what} placeholders for {count} "
+            f"{what}s (a {what} in a turn the template does not render?).")
+
+
+def vision_prompt(model: LoadedModel, text: str, parts: list[dict[str, Any]]) -> tuple[
+        list[int], VisionInputs]:
+    """Token ids and pixels for a rendered prompt ``text`` holding one placeholder per part."""
+    from ..engine.vision import processor_inputs
+
+    support = model.vision
+    assert support is not None
+    policy = support.policy
+    image_parts = [p for p in parts if p["type"] == "image"]
+    video_parts = [p for p in parts if p["type"] == "video"]
+    _check_placeholders(text, support.image_token, len(image_parts), "image")
+    _check_placeholders(text, support.video_token, len(video_parts), "video")
+    images = [decode_image(read_media(p["url"], policy, p["param"]), policy, p["param"])
+              for p in image_parts]
+    videos = [sample_frames(p["url"], p.get("fps"), policy, p["param"]) for p in video_parts]
+    return processor_inputs(support, text, images, videos)

@@ -1,0 +1,140 @@
+"""A forced tool choice always ends with a call: the schema bounds (``chat/forced_bounds``) and,
+end to end on the weak fixture model, prompts that used to run to ``finish_reason: length``
+inside a free JSON string."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from fastapi.testclient import TestClient
+
+from mlxcel.app import create_app
+from mlxcel.chat.forced_bounds import (
+    ARRAY_ITEMS_CAP,
+    MIN_STRING_CHARS,
+    bounded_parameters,
+    bounded_tools,
+    string_cap,
+)
+from mlxcel.config import ServerConfig
+from mlxcel.engine.worker import Engine, EngineConfig
+
+MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")
+
+
+def _function(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": properties, "required": sorted(properties)}}}
+
+
+WEATHER = _function("get_weather", {"city": {"type": "string"}})
+TIME = _function("get_time", {"timezone": {"type": "string"}})
+
+
+def test_free_strings_get_a_share_of_the_budget() -> None:
+    params = {"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": ["string", "null"]},
+        "tag": {"type": "string", "enum": ["x", "y"]}, "short": {"type": "string", "maxLength": 3},
+        "n": {"type": "integer"}}}
+    bounded = bounded_parameters(params, 200)
+    cap = string_cap(params, 200)
+    assert bounded["properties"]["a"]["maxLength"] == cap
+    assert bounded["properties"]["b"]["maxLength"] == cap
+    assert "maxLength" not in bounded["properties"]["tag"]
+    assert bounded["properties"]["short"]["maxLength"] == 3
+    assert bounded["additionalProperties"] is False
+    assert "maxLength" not in params["properties"]["a"]  # the caller's schema is untouched
+    assert string_cap(params, 400) > cap > string_cap(params, 100)
+
+
+def test_nested_arrays_and_objects_are_closed() -> None:
+    params = {"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"label": {"type": "string", "minLength": 9}}}}},
+        "additionalProperties": True}
+    bounded = bounded_parameters(params, 64)
+    items = bounded["properties"]["items"]
+    assert items["maxItems"] == ARRAY_ITEMS_CAP
+    assert items["items"]["additionalProperties"] is False
+    assert bounded["additionalProperties"] is True  # a declared choice is kept
+    assert items["items"]["properties"]["label"]["maxLength"] >= 9  # never below minLength
+    assert string_cap({"type": "string"}, 1) == MIN_STRING_CHARS
+
+
+def test_referenced_definitions_are_bounded() -> None:
+    params = {"type": "object", "properties": {"place": {"$ref": "#/$defs/place"}},
+              "$defs": {"place": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+    place = bounded_parameters(params, 64)["$defs"]["place"]
+    assert place["additionalProperties"] is False
+    assert place["properties"]["name"]["maxLength"] >= MIN_STRING_CHARS
+
+
+def test_bounded_tools_copies() -> None:
+    tools = [WEATHER]
+    out = bounded_tools(tools, 64)
+    assert out[0]["function"]["parameters"]["properties"]["city"]["maxLength"] > 0
+    assert "maxLength" not in WEATHER["function"]["parameters"]["properties"]["city"]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    config = ServerConfig(model=MODEL, ctx_size=4096, parallel=2)
+    engine = Engine(EngineConfig(model=MODEL, ctx_size=4096, parallel=2, cache_prompt=False))
+    with TestClient(create_app(config, engine)) as test_client:
+        assert engine.wait_ready(60)
+        yield test_client
+
+
+# Each of these ran to finish_reason "length" inside a free string before the bounds.
+OLD_FAILURES = [
+    ("Say hello.", "required", 64),
+    ("Say hello.", "named", 64),
+    ("Count to five.", "named", 64),
+    ("Count to five.", "named", 512),
+    ("Write a poem about the sea.", "named", 64),
+    ("hi", "named", 64),
+]
+
+
+@pytest.mark.parametrize(("prompt", "kind", "max_tokens"), OLD_FAILURES)
+def test_forced_choice_always_ends_with_a_valid_call(
+    client: TestClient, prompt: str, kind: str, max_tokens: int
+) -> None:
+    choice: Any = "required" if kind == "required" else \
+        {"type": "function", "function": {"name": "get_time"}}
+    body = {"messages": [{"role": "user", "content": prompt}], "tools": [WEATHER, TIME],
+            "tool_choice": choice, "max_tokens": max_tokens, "temperature": 0}
+    response = client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 200
+    choice_out = response.json()["choices"][0]
+    assert choice_out["finish_reason"] == "tool_calls", choice_out
+    calls = choice_out["message"]["tool_calls"]
+    assert len(calls) >= 1
+    declared = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, TIME)}
+    for call in calls:
+        name = call["function"]["name"]
+        assert name in declared and (kind == "required" or name == "get_time")
+        jsonschema.validate(json.loads(call["function"]["arguments"]), declared[name])
+
+
+def test_forced_stream_ends_with_tool_calls(client: TestClient) -> None:
+    body = {"messages": [{"role": "user", "content": "Tell me a story."}], "tools": [TIME],
+            "tool_choice": "required", "max_tokens": 64, "temperature": 0, "stream": True}
+    with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        lines = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    chunks = [json.loads(line) for line in lines if line != "[DONE]"]
+    reasons = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
+    assert reasons[-1] == "tool_calls"
+
+
+def test_anthropic_any_on_a_story_prompt_is_a_tool_use(client: TestClient) -> None:
+    body = {"messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 64,
+            "temperature": 0, "tool_choice": {"type": "any"},
+            "tools": [{"name": "get_time", "input_schema": TIME["function"]["parameters"]}]}
+    message = client.post("/v1/messages", json=body).json()
+    assert message["stop_reason"] == "tool_use", message
+    assert [b["name"] for b in message["content"] if b["type"] == "tool_use"] == ["get_time"]

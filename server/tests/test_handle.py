@@ -1,0 +1,66 @@
+"""The engine-thread -> event-loop bridge: order, batching of wake-ups, the end of a stream."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from mlxcel.engine.handle import RequestHandle
+from mlxcel.engine.request import EngineEvent, Finished, GenerationRequest, TokenDelta
+
+
+def _request() -> GenerationRequest:
+    return GenerationRequest(prompt_tokens=(1, 2), max_tokens=4)
+
+
+def test_events_emitted_before_the_loop_drains_arrive_as_one_batch_in_order() -> None:
+    async def run() -> list[list[EngineEvent]]:
+        handle = RequestHandle(_request(), asyncio.get_running_loop())
+        calls = 0
+        real = handle._loop.call_soon_threadsafe
+
+        def counting(*args: object) -> object:
+            nonlocal calls
+            calls += 1
+            return real(*args)  # type: ignore[arg-type]
+
+        handle._loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+
+        def engine() -> None:
+            for i in range(50):
+                handle.emit(TokenDelta(str(i), (i,)))
+            handle.emit(Finished("length", 2, 50))
+
+        thread = threading.Thread(target=engine)
+        thread.start()
+        thread.join()  # everything is buffered before the loop runs again
+        batches = [batch async for batch in handle.batches()]
+        assert calls == 1, "one wake-up for a whole backlog"
+        return batches
+
+    batches = asyncio.run(run())
+    assert len(batches) == 1
+    texts = [e.text for e in batches[0] if isinstance(e, TokenDelta)]
+    assert texts == [str(i) for i in range(50)]
+    assert isinstance(batches[0][-1], Finished)
+
+
+def test_events_interleaved_with_the_consumer_all_arrive_once() -> None:
+    async def run() -> list[EngineEvent]:
+        handle = RequestHandle(_request(), asyncio.get_running_loop())
+
+        def engine() -> None:
+            for i in range(500):
+                handle.emit(TokenDelta(str(i), (i,)))
+            handle.emit(Finished("length", 2, 500))
+
+        thread = threading.Thread(target=engine)
+        thread.start()
+        events = [event async for event in handle.events()]
+        thread.join()
+        return events
+
+    events = asyncio.run(run())
+    assert [e.text for e in events[:-1]] == [str(i) for i in range(500)]  # type: ignore[union-attr]
+    assert isinstance(events[-1], Finished)
+    assert sum(isinstance(e, Finished) for e in events) == 1
