@@ -14,8 +14,8 @@ nox.options.reuse_existing_virtualenvs = False
 
 
 
-def _install(session: nox.Session) -> None:
-    session.install("-e", ".[dev]")
+def _install(session: nox.Session, extras: str = "dev") -> None:
+    session.install("-e", f".[{extras}]")
 
 
 @nox.session
@@ -28,8 +28,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Lint, unit and suite self-tests, then the conformance suite against the reference server."""
-    _install(session)
+    """Lint, unit and suite self-tests, then the conformance suite against the reference server.
+    The audio extra (mlx-whisper) is installed so the Whisper tests run too."""
+    _install(session, "dev,audio")
     session.run("ruff", "check", ".")
     session.run("mypy")
     session.run("pytest", "-q", *session.posargs)

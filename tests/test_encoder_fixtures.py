@@ -23,3 +23,15 @@ def test_encoder_fixture(name: str, architecture: str) -> None:
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= names
     config = json.loads((directory / "config.json").read_text())
     assert config["model_type"] == "bert" and config["architectures"] == [architecture]
+
+
+def test_whisper_fixture_is_small_and_loads_as_mlx_whisper() -> None:
+    pytest.importorskip("mlx_whisper")
+    from mlx_whisper.load_models import load_model
+
+    directory = ROOT / "fixtures" / "models" / "whisper-tiny-random"
+    files = [p for p in directory.iterdir() if p.is_file()]
+    assert {p.name for p in files} == {"config.json", "weights.safetensors"}
+    assert sum(p.stat().st_size for p in files) < MAX_BYTES
+    model = load_model(str(directory))
+    assert model.is_multilingual and model.dims.n_text_layer == 1

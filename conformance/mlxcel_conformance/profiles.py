@@ -12,7 +12,9 @@ Decisions recorded here:
   *generation* (/v1/images/*). A server whose loaded model reads no images (it answers a valid
   image with 400) reports `vision` UNSUPPORTED at run time, whatever its profile claims.
 - `audio`, `images` and `realtime` check mlxcel's documented 501 for a route without its model
-  (the flag named in the message): only the `mlxcel` profile claims them.
+  (the flag named in the message): only the `mlxcel` profile claims them. `audio` also checks
+  Whisper transcription and translation; those features are UNSUPPORTED on a server whose
+  transcription route answers 501, and the 501 checks are UNSUPPORTED on one that transcribes.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from . import __version__, api
 from .api.auth import ApiKeyMiddleware
 from .api.handlers import install_error_handlers
 from .api.state import AppState
+from .audio.gate import AudioOnlyGate
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
 
@@ -35,7 +36,8 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if engine.state == "loading" and not engine.started:
+        # An audio-only server (--audio-model) loads no text model at all.
+        if engine.state == "loading" and not engine.started and not config.audio_model:
             engine.start()
         yield
         engine.stop()
@@ -52,6 +54,8 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
     for router in family_routers():
         app.include_router(router)
     install_error_handlers(app)
+    if config.audio_model:
+        app.add_middleware(AudioOnlyGate, model_name=app.state.mlxcel.model_name)
     if config.api_key:
         app.add_middleware(ApiKeyMiddleware, api_key=config.api_key)
     return app

@@ -114,15 +114,29 @@ def build_parser() -> argparse.ArgumentParser:
     add("--image-model", default=_env("MLXCEL_IMAGE_MODEL"),
         help="image generation model (no image backend in this build: refused at startup) "
         "[env MLXCEL_IMAGE_MODEL]")
-    add("--audio-model", default=_env("MLXCEL_AUDIO_MODEL"),
-        help="Whisper/Kokoro audio model (no audio backend in this build: refused at startup) "
-        "[env MLXCEL_AUDIO_MODEL]")
+    add_audio_flags(p)
     add("--adapter-dir", default=_env("MLXCEL_ADAPTER_DIR"),
         help="directory of LoRA adapters that a request's mlx-lm `adapters` field may name; "
         "without it such requests get 400 [env MLXCEL_ADAPTER_DIR]")
     add("--log-level", default=_env("MLXCEL_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"])
     return p
+
+
+def add_audio_flags(p: argparse.ArgumentParser) -> None:
+    """The audio-only server: a Whisper checkpoint and its single-worker queue."""
+    add = p.add_argument
+    add("--audio-model", default=_env("MLXCEL_AUDIO_MODEL"),
+        help="Whisper checkpoint (mlx-whisper directory or hub id): start an audio-only server "
+        "for /v1/audio/transcriptions and /v1/audio/translations, with no text model; needs "
+        "the audio extra [env MLXCEL_AUDIO_MODEL]")
+    add("--audio-max-queue", type=int, default=int(_env("MLXCEL_AUDIO_MAX_QUEUE", "4") or 4),
+        help="audio requests that may wait behind the running one; beyond it 503 "
+        "[env MLXCEL_AUDIO_MAX_QUEUE]")
+    add("--audio-timeout", type=float,
+        default=float(_env("MLXCEL_AUDIO_TIMEOUT", "300") or 300),
+        help="seconds an audio request may take from admission to its answer; past it 504 "
+        "[env MLXCEL_AUDIO_TIMEOUT]")
 
 
 def _flag(name: str) -> bool:
@@ -233,10 +247,18 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
 def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
                                  args: argparse.Namespace) -> None:
     """Fail at startup rather than claim a capability this build does not have."""
-    for flag, value in (("--image-model", args.image_model), ("--audio-model", args.audio_model)):
-        if value:
-            parser.error(f"{flag}: this build of mlxcel-server has no backend for it; the "
-                         "route answers 501 not_implemented")
+    if args.image_model:
+        parser.error("--image-model: this build of mlxcel-server has no backend for it; the "
+                     "route answers 501 not_implemented")
+    if args.audio_model:
+        others = [flag for flag, value in (("--model", args.model),
+                                           ("--embedding-model", args.embedding_model),
+                                           ("--rerank-model", args.rerank_model)) if value]
+        if others:
+            parser.error(f"--audio-model starts an audio-only server; it cannot also load "
+                         f"{', '.join(others)}")
+        if args.audio_max_queue < 0 or args.audio_timeout <= 0:
+            parser.error("--audio-max-queue must be >= 0 and --audio-timeout > 0")
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -286,6 +308,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         draft_model=args.draft_model or None,
         rerank_model=args.rerank_model or None,
         pooling=args.pooling,
+        audio_model=args.audio_model or None,
+        audio_max_queue=args.audio_max_queue,
+        audio_timeout_s=args.audio_timeout,
     )
 
 

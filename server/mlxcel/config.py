@@ -53,6 +53,10 @@ class ServerConfig:
     embedding_model: str | None = None
     rerank_model: str | None = None
     pooling: str | None = None  # none | mean | cls | last; None = the checkpoint's own
+    # --audio-model: a Whisper checkpoint makes this an audio-only server (no text model).
+    audio_model: str | None = None
+    audio_max_queue: int = 4  # requests waiting behind the running one; more get 503
+    audio_timeout_s: float = 300.0  # per request, from admission; past it 504
     # --adapter-dir: the only directory per-request ``adapters`` may name (None: refused).
     adapter_dir: str | None = None
     # --draft-model: the only draft model a request's ``draft_model`` may name (None: 501).

@@ -16,9 +16,10 @@ Anthropic shape on the Anthropic routes)::
     ├── ServerError                  500     server_error
     ├── NotImplementedRoute          501     not_implemented
     ├── NotSupported                 501     not_supported_error
-    └── ServerBusy                   503     server_busy
-        ├── QueueFull                503     server_busy (529 overloaded_error on Anthropic routes)
-        └── ModelLoading             503     server_busy
+    ├── ServerBusy                   503     server_busy
+    │   ├── QueueFull                503     server_busy (529 overloaded_error on Anthropic routes)
+    │   └── ModelLoading             503     server_busy
+    └── WorkerTimeout                504     timeout_error (a single-worker route's deadline)
 
 Nothing outside this tree becomes a 4xx: an unexpected exception is a 500 ``server_error``.
 """
@@ -140,3 +141,11 @@ class QueueFull(ServerBusy):
 class ModelLoading(ServerBusy):
     def __init__(self) -> None:
         super().__init__("The model is still loading. Please try again later.")
+
+
+class WorkerTimeout(MlxcelError):
+    """A request to a single-worker backend (audio) that did not finish within its timeout."""
+
+    status = 504
+    type = "timeout_error"
+    code = "timeout"

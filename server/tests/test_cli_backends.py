@@ -7,12 +7,28 @@ import pytest
 from mlxcel.cli import build_parser, config_from_args, main
 
 
-@pytest.mark.parametrize("flag", ["--image-model", "--audio-model"])
-def test_unavailable_backend_flag_is_refused(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unavailable_backend_flag_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        main([flag, "/nonexistent"])
+        main(["--image-model", "/nonexistent"])
     assert exc.value.code == 2
     assert "no backend" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("other", ["--model", "--embedding-model", "--rerank-model"])
+def test_audio_model_starts_an_audio_only_server(other: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--audio-model", "/m/whisper", other, "/m/x"])
+    assert exc.value.code == 2
+    assert f"audio-only server; it cannot also load {other}" in capsys.readouterr().err
+
+
+def test_audio_flags_reach_the_config() -> None:
+    args = build_parser().parse_args(
+        ["--audio-model", "/m/w", "--audio-max-queue", "0", "--audio-timeout", "2.5"])
+    config = config_from_args(args)
+    assert (config.audio_model, config.audio_max_queue, config.audio_timeout_s) == (
+        "/m/w", 0, 2.5)
 
 
 def test_embedding_flags_reach_the_config() -> None:

@@ -21,6 +21,7 @@ from mlxcel.errors import (
     RouteNotFound,
     ServerBusy,
     ServerError,
+    WorkerTimeout,
 )
 
 # class, parent, status, type, code
@@ -41,6 +42,7 @@ TREE: list[tuple[type[MlxcelError], type[Exception], int, str, str | None]] = [
     (ServerBusy, MlxcelError, 503, "server_busy", None),
     (QueueFull, ServerBusy, 503, "server_busy", None),
     (ModelLoading, ServerBusy, 503, "server_busy", None),
+    (WorkerTimeout, MlxcelError, 504, "timeout_error", "timeout"),
 ]
 
 

@@ -8,9 +8,19 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from ..audio.service import AudioService, audio_service
 from .state import AppState, app_state
 
 router = APIRouter()
+
+
+def audio_health_body(state: AppState, service: AudioService | None) -> tuple[int, dict[str, Any]]:
+    """The audio-only server: ready once its Whisper worker is loaded."""
+    if service is None:
+        return 503, {"status": "loading model"}
+    audio = {"queue_depth": service.queue_depth, "max_queue": service.max_queue,
+             "timeout_s": service.timeout_s}
+    return 200, {"status": "ok", "model": state.model_name, "audio": audio}
 
 
 def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
@@ -44,5 +54,9 @@ def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
 @router.get("/health")
 @router.get("/")
 async def health(request: Request) -> JSONResponse:
-    status, body = health_body(app_state(request))
+    state = app_state(request)
+    if state.config.audio_model:
+        status, body = audio_health_body(state, audio_service(request))
+    else:
+        status, body = health_body(state)
     return JSONResponse(body, status_code=status)

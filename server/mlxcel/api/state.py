@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapi import Request
 
@@ -23,11 +24,18 @@ class AppState:
     def model_name(self) -> str:
         if self.config.alias:
             return self.config.alias
+        if self.config.audio_model:
+            return audio_model_name(self.config.audio_model)
         model = self.engine.model
         return model.name if model is not None else self.config.model
 
     def require_model(self) -> LoadedModel:
         return self.engine.require_model()
+
+
+def audio_model_name(path_or_repo: str) -> str:
+    """A local checkpoint's directory name, or the hub id as given."""
+    return Path(path_or_repo).name if Path(path_or_repo).exists() else path_or_repo
 
 
 def app_state(request: Request) -> AppState:

@@ -1,0 +1,122 @@
+"""OpenAI Audio transcriptions and translations on a server with a Whisper model.
+
+A server that answers the transcription route with 501 has no audio model: these features
+are UNSUPPORTED there (its 501 is checked by ``test_unconfigured_routes``). Run them against
+an audio-only mlxcel server with ``--base-url URL --families audio``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from mlxcel_conformance.checks.audio import (
+    check_transcription_json,
+    check_transcription_text,
+    check_transcription_verbose,
+    wav_clip,
+)
+from mlxcel_conformance.checks.errors_checks import check_error_body_openai
+from mlxcel_conformance.client import SuiteClient, expect_status, json_body
+from mlxcel_conformance.flows import check_schema, response_of
+
+TRANSCRIBE = "/v1/audio/transcriptions"
+TRANSLATE = "/v1/audio/translations"
+CLIP = wav_clip()
+# One decode at a fixed temperature keeps a tiny or random model's answer quick.
+FIELDS = {"model": "whisper-1", "temperature": "0.2"}
+LIMIT = 25 * 1024 * 1024
+
+
+def upload(client: SuiteClient, path: str = TRANSCRIBE, audio: bytes = CLIP,
+           name: str = "clip.wav", **fields: str) -> httpx.Response:
+    model = client.model_for_requests() or FIELDS["model"]
+    return client.post(path, files={"file": (name, audio, "audio/wav")},
+                       data={**FIELDS, "model": model, **fields})
+
+
+
+
+def serves_audio(client: SuiteClient) -> bool:
+    """Whether the target transcribes (anything but 501 to a valid upload)."""
+    base = client.target.base_url
+    if base not in _PROBED:
+        _PROBED[base] = upload(client).status_code != 501
+    return _PROBED[base]
+
+
+_PROBED: dict[str, bool] = {}
+
+
+def require_audio(client: SuiteClient) -> None:
+    if not serves_audio(client):
+        pytest.skip("UNSUPPORTED: the server has no audio model (transcription answers 501)")
+
+
+def _json(response: httpx.Response, path: str) -> Any:
+    expect_status(response, 200)
+    body = json_body(response)
+    check_schema("POST", path, 200, body)
+    return body
+
+
+@pytest.mark.conformance(family="audio", feature="audio.transcriptions.json")
+def test_transcription_json(client: SuiteClient) -> None:
+    require_audio(client)
+    check_transcription_json(_json(upload(client), TRANSCRIBE))
+
+
+@pytest.mark.conformance(family="audio", feature="audio.transcriptions.verbose_json")
+def test_transcription_verbose_json(client: SuiteClient) -> None:
+    require_audio(client)
+    body = _json(upload(client, response_format="verbose_json"), TRANSCRIBE)
+    check_transcription_verbose(body, "transcribe", 1.0)
+
+
+@pytest.mark.conformance(family="audio", feature="audio.transcriptions.text")
+def test_transcription_text(client: SuiteClient) -> None:
+    require_audio(client)
+    text = check_transcription_json(_json(upload(client), TRANSCRIBE))
+    response = upload(client, response_format="text")
+    expect_status(response, 200)
+    check_transcription_text(response.headers.get("content-type", ""), response.text, text)
+
+
+@pytest.mark.conformance(family="audio", feature="audio.translations.verbose_json")
+def test_translation_verbose_json(client: SuiteClient) -> None:
+    require_audio(client)
+    body = _json(upload(client, TRANSLATE, response_format="verbose_json"), TRANSLATE)
+    check_transcription_verbose(body, "translate", 1.0)
+
+
+def _error(response: httpx.Response, status: int, path: str = TRANSCRIBE) -> dict[str, Any]:
+    code, body = response_of(response)
+    error = check_error_body_openai(body, status=code, expected=status)
+    check_schema("POST", path, code, body)
+    return error
+
+
+@pytest.mark.conformance(family="audio", feature="audio.errors.missing_file")
+def test_missing_file_is_400(client: SuiteClient) -> None:
+    require_audio(client)
+    _error(client.post(TRANSCRIBE, data=FIELDS, files={"other": ("x.txt", b"x")}), 400)
+
+
+@pytest.mark.conformance(family="audio", feature="audio.errors.bad_audio")
+def test_undecodable_audio_is_400(client: SuiteClient) -> None:
+    require_audio(client)
+    _error(upload(client, audio=b"RIFF\x04\x00\x00\x00WAVE"), 400)
+
+
+@pytest.mark.conformance(family="audio", feature="audio.errors.response_format")
+def test_unknown_response_format_is_400(client: SuiteClient) -> None:
+    require_audio(client)
+    _error(upload(client, response_format="mp3-please"), 400)
+
+
+@pytest.mark.conformance(family="audio", feature="audio.errors.too_large")
+def test_upload_over_25_mib_is_413(client: SuiteClient) -> None:
+    require_audio(client)
+    _error(upload(client, audio=CLIP + b"\0" * (LIMIT + 1 - len(CLIP))), 413)

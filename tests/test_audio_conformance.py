@@ -1,0 +1,57 @@
+"""The suite's audio family against a real audio-only reference server (the Whisper fixture):
+every audio feature PASSes there, the unconfigured-route checks of other families still
+hold, and nothing FAILs. The default ``mlxcel-conformance`` run reports these UNSUPPORTED."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mlxcel_conformance.target import free_port, wait_healthy
+
+pytest.importorskip("mlx_whisper")
+
+ROOT = Path(__file__).resolve().parents[1]
+WHISPER = ROOT / "fixtures" / "models" / "whisper-tiny-random"
+FEATURES = {"audio.transcriptions.json", "audio.transcriptions.verbose_json",
+            "audio.transcriptions.text", "audio.translations.verbose_json",
+            "audio.errors.missing_file", "audio.errors.bad_audio",
+            "audio.errors.response_format", "audio.errors.too_large"}
+
+
+@pytest.fixture(scope="module")
+def audio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("audio") / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mlxcel", "--port", str(port), "--audio-model", str(WHISPER)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_healthy(url, process, 120, "audio server", lambda: log.read_text()[-2000:])
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_audio_family_passes_on_the_whisper_server(audio_server: str, tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    run = subprocess.run(
+        [sys.executable, "-m", "mlxcel_conformance", "--base-url", audio_server,
+         "--profile", "mlxcel", "-k", "test_audio or unconfigured or golden and audio",
+         "--report", str(report)],
+        capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    records = json.loads((report / "conformance.json").read_text())["records"]
+    verdicts = {r["feature"]: r["verdict"] for r in records}
+    assert {f: verdicts.get(f) for f in FEATURES} == dict.fromkeys(FEATURES, "PASS")
+    assert verdicts["audio.unconfigured_501"] == "PASS"  # speech: no Kokoro backend
+    assert verdicts["golden.audio.transcriptions_unconfigured"] == "UNSUPPORTED"
+    assert "FAIL" not in verdicts.values() and "ERROR" not in verdicts.values()
