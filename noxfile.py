@@ -84,6 +84,14 @@ def peers(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_peers(session: nox.Session) -> None:
+    """The load sweep against every peer on the same model, one after another: combined
+    docs/benchmarks/peers.{json,md,png}. llama-server with ``-- --llama-server PATH``."""
+    session.install("-e", ".[dev,peers,bench]")
+    session.run("python", "-m", "benchmarks.peers", "--out", "docs/benchmarks", *session.posargs)
+
+
+@nox.session
 def docs(session: nox.Session) -> None:
     """Build the documentation site into site/ with --strict: a broken link or page fails."""
     session.install("-e", ".[docs]")

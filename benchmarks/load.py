@@ -66,7 +66,10 @@ async def one_request(client: httpx.AsyncClient, body: dict[str, Any]) -> Reques
                     continue
                 chunk = json.loads(line[6:])
                 choices = chunk.get("choices") or []
-                text = (choices[0].get("delta") or {}).get("content") if choices else None
+                delta = (choices[0].get("delta") or {}) if choices else {}
+                # A reasoning delta is a generated token too (llama-server and mlxcel split
+                # <think> blocks out of content).
+                text = delta.get("content") or delta.get("reasoning_content")
                 if not text:
                     continue
                 now = time.perf_counter()
@@ -127,9 +130,17 @@ def main() -> None:
     parser.add_argument("--levels", default="1,4,8,16,32")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--per-worker", type=int, default=2)
+    parser.add_argument("--label", default=None, help="server name recorded with the results")
+    parser.add_argument("--out", default=None, help="also write the results to this JSON file")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
-    print(json.dumps(sweep(args.base_url, levels, args.max_tokens, args.per_worker), indent=2))
+    results = {"name": args.label or args.base_url, "max_tokens": args.max_tokens,
+               "levels": sweep(args.base_url, levels, args.max_tokens, args.per_worker)}
+    text = json.dumps(results, indent=2)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

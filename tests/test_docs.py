@@ -15,8 +15,9 @@ import yaml
 from mlxcel.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["index.md", "quickstart.md", "testing.md", "ci.md", "results.md", "api/index.md",
-         "api/schemas.md", "configuration.md", "speculative.md", "distributed.md", "design.md"]
+PAGES = ["index.md", "quickstart.md", "testing.md", "ci.md", "results.md", "benchmarks.md",
+         "api/index.md", "api/schemas.md", "configuration.md", "chat.md", "vision.md",
+         "speculative.md", "distributed.md", "design.md"]
 
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:

@@ -5,10 +5,13 @@ only starts every peer afresh (the conformance run may have left a peer broken o
 hands the list of started peers to ``run_benchmarks``, which runs one command per peer:
 
     python -m mlxcel_conformance.peers --bench-command \\
-        "python benchmarks/loadgen.py --base-url {url} --label {name} --out {out}/{name}.json"
+        "python -m benchmarks.load --base-url {url} --levels 1,4,8 --label {name} \\
+         --out {out}/{name}.json"
 
 ``{url}``, ``{name}`` and ``{out}`` are filled per peer (``{out}`` is the run's output
-directory). Without ``--bench-command`` nothing is measured and the run says so.
+directory). Without ``--bench-command`` nothing is measured and the run says so. All peers run at
+once here; ``python -m benchmarks.peers`` (``nox -s bench_peers``) runs them one at a time with
+matched slot counts and writes the combined JSON, plot and ratio table.
 """
 
 from __future__ import annotations

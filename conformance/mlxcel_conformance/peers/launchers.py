@@ -34,6 +34,8 @@ class Peer:
     startup_timeout: float = 120.0
     executable: str | None = None  # llama-server's binary, vllm-mlx's venv python
     model_dir: Path = Path()
+    # Appended to the command (the benchmark's slot count); a later flag overrides an earlier one.
+    extra_args: list[str] = field(default_factory=list)
 
     # What the model directory must become before the server loads it (llama-server: GGUF).
     convert_model: Callable[[Path, Path], Path] | None = None
@@ -139,7 +141,7 @@ class PeerProcess:
     def start(self) -> PeerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         model = self.peer.prepare(self.workdir)
-        self.command = self.peer.build_command(self.peer, self.port, model)
+        self.command = self.peer.build_command(self.peer, self.port, model) + self.peer.extra_args
         with self.log_path.open("wb") as log:
             try:
                 # Own process group: stop() ends the server and anything it spawned, nothing else.

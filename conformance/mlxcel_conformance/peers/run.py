@@ -115,6 +115,8 @@ def display_command(started: PeerProcess, workdir: Path) -> str:
         fixtures = started.peer.model_dir.parent
         if word.startswith(str(fixtures) + "/"):
             word = f"<{word[len(str(fixtures)) + 1:]}>"
+        if started.peer.executable and word == str(started.peer.executable):
+            word = Path(word).name  # the user's own build: its name, not this machine's path
         words.append("python" if word == sys.executable else
                      "PORT" if word == str(started.port) else word)
     return " ".join(words)
