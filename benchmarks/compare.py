@@ -111,7 +111,8 @@ def one_round(targets: list[Target], baseline: InProcess, levels: list[int],
 def ratios(row: dict[str, float], builds: list[str], levels: list[int]) -> dict[str, float]:
     out: dict[str, float] = {}
     for name in builds:
-        out[f"{name} c1 / stream_generate"] = row[f"{name}@1"] / row["in_process@1"]
+        if f"{name}@1" in row:
+            out[f"{name} c1 / stream_generate"] = row[f"{name}@1"] / row["in_process@1"]
         for level in levels:
             for other in [*builds[:1], "mlx_lm.server"]:
                 theirs = row.get(f"{other}@{level}")

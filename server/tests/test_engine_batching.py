@@ -110,3 +110,37 @@ def test_metrics_count_finished_requests_exactly(engine: Engine) -> None:
     assert f"mlxcel_requests_total {before[0] + 1}\n" in text
     assert "# TYPE mlxcel_batch_sequences_started counter" in text
     assert "# TYPE mlxcel_slots_total gauge\nmlxcel_slots_total 4\n" in text
+
+
+@pytest.mark.parametrize("sampling", [SamplingParams(temperature=0.0), HOT],
+                         ids=["greedy", "seeded"])
+def test_a_solo_sequence_moves_into_the_batch_without_changing_its_text(
+        engine: Engine, sampling: SamplingParams) -> None:
+    """The first request decodes alone; a second arriving mid-way takes it into the batch
+    (one forward pass per step), and its text is the text it produces alone."""
+    first = _request(engine, sampling=sampling, max_tokens=40, ignore_eos=True)
+    second = _request(engine, sampling=SamplingParams(temperature=1.0, seed=5), max_tokens=20,
+                      ignore_eos=True)
+
+    async def joined() -> tuple[str, int]:
+        handle = engine.submit(first)
+        parts: list[str] = []
+        moves = engine.solo_moves
+        other: asyncio.Task[tuple[str, Finished]] | None = None
+        async for event in handle.events():
+            if isinstance(event, Finished):
+                assert event.reason == "length" and event.completion_tokens == 40
+                break
+            parts.append(event.text)
+            if other is None and len(parts) >= 8:
+                other = asyncio.create_task(_run(engine, second))
+        assert other is not None
+        _, finished = await other
+        assert finished.reason == "length" and finished.completion_tokens == 20
+        return "".join(parts), engine.solo_moves - moves
+
+    alone, finished = asyncio.run(asyncio.wait_for(_run(engine, first), 60))
+    moved, moves = asyncio.run(asyncio.wait_for(joined(), 60))
+    assert finished.completion_tokens == 40 and alone
+    assert moves == 1
+    assert moved == alone

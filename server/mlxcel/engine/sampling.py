@@ -75,6 +75,11 @@ class RequestSampler:
         self.top_k = params.top_k if 0 < params.top_k < vocab_size else 0
         seed = params.seed if params.seed is not None else secrets.randbits(64)
         self._key = mx.random.key(seed & SEED_MASK)
+        self._before = self._key
+
+    def rewind(self) -> None:
+        """Undo the last call's draws (its token was dropped): the next call draws the same."""
+        self._key = self._before
 
     @property
     def greedy(self) -> bool:
@@ -86,6 +91,7 @@ class RequestSampler:
 
     def __call__(self, logprobs: mx.array) -> mx.array:
         p = self.params
+        self._before = self._key
         if self.greedy:
             return mx.argmax(logprobs, axis=-1)
         logits = logprobs.astype(mx.float32) / p.temperature

@@ -44,7 +44,7 @@ from .prompt_cache import (
     PromptCache,
 )
 from .request import Finished, FinishReason, GenerationRequest, Priority, TokenDelta, TokenLogprob
-from .sampling import build_sampler, check_logit_bias, greedy_sampler
+from .sampling import RequestSampler, build_sampler, check_logit_bias, greedy_sampler
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
 from .solo import SoloRun
@@ -109,6 +109,7 @@ class Engine:
         self._by_uid: dict[int, ActiveSequence] = {}
         self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
+        self.solo_moves = 0  # sequences moved from the single-sequence lane into the batch
         self._batch: BatchGenerator | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
@@ -287,6 +288,7 @@ class Engine:
             cached_tokens=cached,
         )
         sampler = build_sampler(request.sampling, model.vocab_size)
+        rewind = sampler.rewind if isinstance(sampler, RequestSampler) else None
         if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
             sampler = seq.guard.sampler(sampler)
         builtin = build_logits_processors(request.sampling)
@@ -317,10 +319,13 @@ class Engine:
                 seq.solo = SoloRun(
                     weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
                     sampler, processors, max_tokens, self.config.prefill_step_size,
+                    rewind=rewind, movable=not self.config.solo_only and request.adapter is None
+                    and (rewind is not None or sampler is greedy_sampler),
                 )
             self._solo = seq
         else:
             assert self._batch is not None
+            self._move_solo_to_batch()
             (seq.uid,) = self._batch.insert(
                 [list(prompt[cached:])],
                 max_tokens=[max_tokens],
@@ -336,6 +341,25 @@ class Engine:
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
+
+    def _move_solo_to_batch(self) -> None:
+        """A plain sequence on the single-sequence lane joins the batch that a new request is
+        about to start, so each step is one forward pass rather than two (engine/solo.py)."""
+        seq = self._solo
+        if seq is None or not isinstance(seq.solo, SoloRun) or self._batch is None:
+            return
+        handover = seq.solo.handover()
+        if handover is None:
+            return
+        tokens, cache, held = handover
+        (seq.uid,) = self._batch.insert(
+            [tokens], max_tokens=[seq.max_tokens - len(seq.generated)], caches=[cache],
+            all_tokens=[held], samplers=[seq.solo.sampler], logits_processors=[[]],
+        )
+        seq.solo = None
+        self._solo = None
+        self._by_uid[seq.uid] = seq
+        self.solo_moves += 1
 
     def _caches(self, request: GenerationRequest) -> bool:
         """Whether ``request`` reads and feeds the prompt cache: never on a VLM (image
