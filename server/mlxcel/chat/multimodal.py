@@ -15,8 +15,11 @@ policy (media/sources.py), decoded under its bounds (media/decode.py), the templ
 content list (an ``image`` part becomes the model's placeholder) and the model's processor
 expands the placeholders and makes the pixel arrays. A video goes to a model with a native
 video placeholder (Qwen2-VL's ``<|video_pad|>``) as sampled frames (media/video.py); images and
-a video in one request, or a video on a model without that placeholder, are a 400. Audio has
-no path in this build: 400 (a video and an audio part together: the reference's message).
+a video in one request are a 400 there. Any other VLM gets the frames-as-images fallback: the
+same frames, sampled under the same rules, replace the video part as ordered ``image`` parts
+before the template renders, and count against the per-request image limit (413 past it).
+Audio has no path in this build: 400 (a video and an audio part together: the reference's
+message).
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from ..engine.model import LoadedModel
 from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError, RequestTooLarge
 from ..media.decode import decode_image
+from ..media.policy import MediaPolicy
 from ..media.sources import read_media
-from ..media.video import sample_frames
+from ..media.video import sample_frame_images, sample_frames
 
 MEDIA_TYPES = ("image", "video", "audio")
 COMBINED_VIDEO_AUDIO = "Combined video and audio inputs are not supported"
@@ -63,11 +67,7 @@ def _check_video(part: dict[str, Any], model: LoadedModel, kinds: set[str]) -> N
     if not isinstance(part.get("url"), str) or not part["url"]:
         raise InvalidRequestError(f"{part['param']}: the video URL must be a non-empty string.",
                                   param=part["param"])
-    if model.vision.video_token is None:
-        raise InvalidRequestError(
-            f"{part['param']}: the loaded model has no video input path; send the frames as "
-            "images.", param=part["param"])
-    if "image" in kinds:
+    if model.vision.video_token is not None and "image" in kinds:
         raise InvalidRequestError(
             f"{part['param']}: images and a video in one request are not supported by the "
             "loaded model.", param=part["param"])
@@ -98,6 +98,56 @@ def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict
     return parts
 
 
+def prepare_media(model: LoadedModel, messages: list[dict[str, Any]]) -> tuple[
+        list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages to render and their media parts in order: ``check_media``'s refusals, then,
+    on a VLM without a native video path, each video replaced by its frames as images."""
+    parts = check_media(model, messages)
+    if not any(p["type"] == "video" for p in parts):
+        return messages, parts
+    assert model.vision is not None
+    if model.vision.video_token is not None:
+        return messages, parts
+    expanded = _videos_as_frames(messages, model.vision.policy,
+                                 sum(p["type"] == "image" for p in parts))
+    return expanded, list(media_parts(expanded))
+
+
+def _videos_as_frames(messages: list[dict[str, Any]], policy: MediaPolicy,
+                      images: int) -> list[dict[str, Any]]:
+    """A copy of ``messages`` with every video part replaced by its sampled frames, each an
+    ``image`` part holding the decoded frame (the request's own messages are not changed)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list) or not any(
+                isinstance(p, dict) and p.get("type") == "video" for p in content):
+            out.append(message)
+            continue
+        parts: list[Any] = []
+        for part in content:
+            if not (isinstance(part, dict) and part.get("type") == "video"):
+                parts.append(part)
+                continue
+            frames = sample_frame_images(part["url"], part.get("fps"), policy, part["param"])
+            images += len(frames)
+            if images > policy.max_images:
+                raise RequestTooLarge(
+                    f"{part['param']}: the video gives {len(frames)} frames, which make "
+                    f"{images} images in the request; the server accepts at most "
+                    f"{policy.max_images} per request.", param=part["param"])
+            parts.extend({"type": "image", "frame": frame, "param": part["param"]}
+                         for frame in frames)
+        out.append({**message, "content": parts})
+    return out
+
+
+def _image_of(part: dict[str, Any], policy: MediaPolicy) -> Any:
+    if "frame" in part:  # a video frame of the fallback, already decoded
+        return part["frame"]
+    return decode_image(read_media(part["url"], policy, part["param"]), policy, part["param"])
+
+
 def _check_placeholders(text: str, token: str | None, count: int, what: str) -> None:
     if token is not None and text.count(token) != count:
         raise InvalidRequestError(
@@ -117,7 +167,6 @@ def vision_prompt(model: LoadedModel, text: str, parts: list[dict[str, Any]]) ->
     video_parts = [p for p in parts if p["type"] == "video"]
     _check_placeholders(text, support.image_token, len(image_parts), "image")
     _check_placeholders(text, support.video_token, len(video_parts), "video")
-    images = [decode_image(read_media(p["url"], policy, p["param"]), policy, p["param"])
-              for p in image_parts]
+    images = [_image_of(p, policy) for p in image_parts]
     videos = [sample_frames(p["url"], p.get("fps"), policy, p["param"]) for p in video_parts]
     return processor_inputs(support, text, images, videos)

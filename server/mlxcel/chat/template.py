@@ -17,7 +17,7 @@ from jinja2 import TemplateError
 from ..engine.model import LoadedModel
 from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError
-from .multimodal import check_media, vision_prompt
+from .multimodal import prepare_media, vision_prompt
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def render_chat(
     """The prompt text and ids for ``messages`` ending in an open assistant turn;
     ``role_mapping`` (mlx-lm's) only matters for a model without a chat template. Media parts
     (chat/multimodal.py) are a 400 on a text-only model and pixels on a VLM."""
-    media = check_media(model, messages)
+    messages, media = prepare_media(model, messages)
     if model.chat_template is None:
         if media:
             raise InvalidRequestError("The loaded model has no chat template to place images in.")

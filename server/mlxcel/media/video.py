@@ -6,7 +6,8 @@ data URI or an http(s) URL is written first as a create-new 0600 file inside a p
 directory (removed afterwards), because the decoder reads files. Frames are decoded with
 OpenCV's bundled decoder through mlx-vlm's ``load_video`` (at most ``video_max_frames``, at the
 part's ``fps`` or 2 per second), after the clip's frame size is checked against
-``max_pixels``; the decode is bounded by ``decode_timeout_s``.
+``max_pixels``; the decode is bounded by ``decode_timeout_s``. A model without a native video
+path gets the same frames as ordered RGB images (``sample_frame_images``).
 """
 
 from __future__ import annotations
@@ -82,3 +83,13 @@ def sample_frames(url: str, fps: Any, policy: MediaPolicy, param: str) -> Any:
         except ValueError:
             raise InvalidRequestError(f"{param}: frames could not be sampled from the video.",
                                       param=param) from None
+
+
+def sample_frame_images(url: str, fps: Any, policy: MediaPolicy, param: str) -> list[Any]:
+    """The frames of ``sample_frames`` as RGB ``PIL.Image`` objects in clip order: the
+    frames-as-images fallback for a model without a native video path."""
+    import numpy as np
+    from PIL import Image
+
+    frames = sample_frames(url, fps, policy, param)
+    return [Image.fromarray(np.ascontiguousarray(frame.transpose(1, 2, 0))) for frame in frames]
