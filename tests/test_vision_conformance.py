@@ -21,7 +21,7 @@ def test_vision_family_passes_on_the_vlm_fixture(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "mlxcel_conformance.plugin",
          "--pyargs", "mlxcel_conformance.tests.test_vision", "--server-model", str(VLM),
-         "--report", str(report)],
+         "--goldens", "exact", "--report", str(report)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     records = json.loads((report / "conformance.json").read_text())["records"]
@@ -30,3 +30,7 @@ def test_vision_family_passes_on_the_vlm_fixture(tmp_path: Path) -> None:
     assert verdicts[("vision", "vision.families_agree")] == "PASS"
     assert verdicts[("vision", "vision.local_path_refused")] == "PASS"
     assert verdicts[("vision", "vision.local_video_refused")] == "PASS"
+    # The vision goldens replay exactly on the fixture they were recorded on.
+    goldens = {f: v for (family, f), v in verdicts.items() if f.startswith("golden.vision.")}
+    assert goldens == {f"golden.vision.{case}": "PASS" for case in (
+        "chat_image_url", "chat_image_url_stream", "responses_input_image", "anthropic_image")}

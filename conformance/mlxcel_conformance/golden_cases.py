@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .checks.vision import png_data_uri
+
 
 @dataclass(frozen=True)
 class GoldenCase:
@@ -18,13 +20,15 @@ class GoldenCase:
     stream: bool = False
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # the bundled fixture the reference server records this case on (None: the default one)
+    fixture: str | None = None
 
     @property
     def feature(self) -> str:
         return f"golden.{self.family}.{self.name}"
 
 
-def _chat(content: str, **fields: Any) -> dict[str, Any]:
+def _chat(content: Any, **fields: Any) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": content}], "temperature": 0,
             "max_tokens": 32, **fields}
 
@@ -237,4 +241,32 @@ CASES: tuple[GoldenCase, ...] = (
                _chat("Say hello.", adapters="../escape")),
     GoldenCase("error_draft_model", "mlxcel-ext", "POST", CHAT,
                _chat("Say hello.", draft_model="any/draft-model")),
+)
+
+# Image input (the `vision` family), recorded on the vision-language fixture and replayed by the
+# vision family's tests, which a server whose model reads no images reports UNSUPPORTED.
+VISION_FIXTURE = "qwen2-vl-tiny"
+_IMAGE_URI = png_data_uri((20, 20, 220))
+_IMAGE_QUESTION = "What colour is this image?"
+
+
+def _vision(name: str, path: str, body: dict[str, Any], stream: bool = False) -> GoldenCase:
+    return GoldenCase(name, "vision", "POST", path, body, stream=stream, fixture=VISION_FIXTURE)
+
+
+_CHAT_IMAGE = [{"type": "image_url", "image_url": {"url": _IMAGE_URI}},
+               {"type": "text", "text": _IMAGE_QUESTION}]
+
+VISION_CASES: tuple[GoldenCase, ...] = (
+    _vision("chat_image_url", CHAT, _chat(_CHAT_IMAGE, max_tokens=12)),
+    _vision("chat_image_url_stream", CHAT, _chat(
+        _CHAT_IMAGE, max_tokens=12, stream=True,
+        stream_options={"include_usage": True}), stream=True),
+    _vision("responses_input_image", RESPONSES, _resp([{"role": "user", "content": [
+        {"type": "input_image", "image_url": _IMAGE_URI},
+        {"type": "input_text", "text": _IMAGE_QUESTION}]}], max_output_tokens=12)),
+    _vision("anthropic_image", MESSAGES, _msg([
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": _IMAGE_URI.split(",", 1)[1]}},
+        {"type": "text", "text": _IMAGE_QUESTION}], max_tokens=12)),
 )

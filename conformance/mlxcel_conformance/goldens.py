@@ -86,14 +86,17 @@ def document(case: GoldenCase, transcript: dict[str, Any]) -> dict[str, Any]:
         request["json"] = case.json
     if case.raw is not None:
         request["raw"] = case.raw
-    return {"case": case.name, "family": case.family, "feature": case.feature,
-            "request": request, "response": transcript}
+    doc: dict[str, Any] = {"case": case.name, "family": case.family, "feature": case.feature}
+    if case.fixture is not None:
+        doc["fixture"] = case.fixture  # recorded on this fixture, not the default one
+    return {**doc, "request": request, "response": transcript}
 
 
 def case_from_document(doc: dict[str, Any]) -> GoldenCase:
     req = doc["request"]
     return GoldenCase(doc["case"], doc["family"], req["method"], req["path"], req.get("json"),
-                      req.get("raw"), stream="events" in doc["response"])
+                      req.get("raw"), stream="events" in doc["response"],
+                      fixture=doc.get("fixture"))
 
 
 def load_documents() -> list[tuple[Path, dict[str, Any]]]:

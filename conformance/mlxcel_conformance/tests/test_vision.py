@@ -29,6 +29,8 @@ from mlxcel_conformance.flows_typed import (
     responses_json,
     responses_payload,
 )
+from mlxcel_conformance.goldens import case_from_document, load_documents, send
+from mlxcel_conformance.tests.test_goldens import check_golden
 
 CHAT_PATH = "/v1/chat/completions"
 QUESTION = "What colour is this image?"
@@ -85,6 +87,22 @@ def test_chat_responses_and_messages_share_the_image_path(
                             if block.get("type") == "text"),
     }
     check_families_agree(texts)
+
+
+def _vision_goldens() -> list[Any]:
+    return [pytest.param(doc, id=path.stem, marks=pytest.mark.conformance(
+                family="vision", feature=doc["feature"]))
+            for path, doc in load_documents() if doc["family"] == "vision"]
+
+
+@pytest.mark.parametrize("doc", _vision_goldens())
+def test_vision_goldens(client: SuiteClient, model_name: str | None, vision: None,
+                        pytestconfig: pytest.Config, doc: dict[str, Any]) -> None:
+    """Image input on chat, Responses and Messages against goldens recorded on the VLM fixture:
+    shape mode (any vision model), exact only when ``--goldens exact`` is asked for."""
+    mode = "exact" if pytestconfig.getoption("--goldens") == "exact" else "shape"
+    got = send(client, case_from_document(doc), model_name)
+    check_golden(doc["response"], got, mode, f"vision/{doc['case']}")
 
 
 TRAVERSALS = ("/etc/passwd", "file:///etc/passwd", "/tmp/../etc/passwd",
