@@ -63,6 +63,21 @@ class WhisperModel:
         return result
 
 
+def _sample_from_the_seeded_state() -> None:
+    """mlx-whisper samples with an ``mx.compile``d function, which captures the random key of
+    its first trace: every later draw at that temperature repeats it, and which key was captured
+    depends on what the process served first (a server whose first request decoded at 0.2 gave
+    another transcript at temperature 0 than one that started at 0). An uncompiled draw reads
+    the key ``run`` seeds per request, so one input gives one transcript in any process."""
+    from mlx_whisper import decoding
+
+    decoding.categorical = _categorical
+
+
+def _categorical(logits: mx.array, temperature: float) -> mx.array:
+    return mx.random.categorical(logits / temperature)
+
+
 def _fp16() -> bool:
     """Half precision where it is fast (Metal); the CPU computes in float32."""
     return bool(mx.metal.is_available())
@@ -79,6 +94,7 @@ def load_whisper(path_or_repo: str) -> WhisperModel:
         raise ValueError(f"{path_or_repo} is not a Whisper checkpoint (mlx-whisper's "
                          "config.json and weights.safetensors); Kokoro speech is not served by "
                          "this build")
+    _sample_from_the_seeded_state()
     model = load_model(path_or_repo, dtype=mx.float16 if _fp16() else mx.float32)
     name = local.name if local.exists() else path_or_repo
     return WhisperModel(name=name, path=path_or_repo, model=model)
