@@ -22,6 +22,8 @@ class GoldenCase:
     extra: dict[str, Any] = field(default_factory=dict)
     # the bundled fixture the reference server records this case on (None: the default one)
     fixture: str | None = None
+    # a multipart/form-data upload: {"fields": {...}, "file": spec} (see golden_uploads)
+    multipart: dict[str, Any] | None = None
 
     @property
     def feature(self) -> str:
@@ -269,4 +271,34 @@ VISION_CASES: tuple[GoldenCase, ...] = (
         {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                      "data": _IMAGE_URI.split(",", 1)[1]}},
         {"type": "text", "text": _IMAGE_QUESTION}], max_tokens=12)),
+)
+
+# Whisper transcription and translation (the `audio` family), recorded on the audio-only server
+# with the Whisper fixture and replayed by the audio family's tests, which a server without an
+# audio model reports UNSUPPORTED. One 1 s tone at temperature 0: the fixture's seeded fallback
+# decode gives one transcript.
+AUDIO_FIXTURE = "whisper-tiny-random"
+TRANSCRIBE = "/v1/audio/transcriptions"
+TRANSLATE = "/v1/audio/translations"
+_TONE = {"filename": "clip.wav", "content_type": "audio/wav",
+         "wav_tone": {"seconds": 1.0, "hz": 440.0}}
+_AUDIO_LIMIT = 25 * 1024 * 1024
+
+
+def _audio(name: str, path: str, file: dict[str, Any] = _TONE, **fields: str) -> GoldenCase:
+    return GoldenCase(name, "audio", "POST", path, fixture=AUDIO_FIXTURE, multipart={
+        "fields": {"temperature": "0", **fields}, "file": file})
+
+
+AUDIO_CASES: tuple[GoldenCase, ...] = (
+    _audio("transcriptions_json", TRANSCRIBE, response_format="json"),
+    _audio("transcriptions_verbose_json", TRANSCRIBE, response_format="verbose_json"),
+    _audio("transcriptions_text", TRANSCRIBE, response_format="text"),
+    _audio("transcriptions_srt", TRANSCRIBE, response_format="srt"),
+    _audio("transcriptions_vtt", TRANSCRIBE, response_format="vtt"),
+    _audio("translations_json", TRANSLATE, response_format="json"),
+    _audio("translations_verbose_json", TRANSLATE, response_format="verbose_json"),
+    _audio("error_not_wav", TRANSCRIBE, {"filename": "notes.txt", "content_type": "text/plain",
+                                         "text": "This is not audio."}),
+    _audio("error_too_large", TRANSCRIBE, {**_TONE, "zero_pad_to": _AUDIO_LIMIT + 1}),
 )

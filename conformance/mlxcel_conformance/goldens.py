@@ -3,7 +3,10 @@
 ``exact``: the same fixture model answers; after normalization (ids, timestamps, fingerprints,
 model names) the transcript must be identical, text and token counts included.
 ``shape``: any server; structure, JSON types, status codes and the order of stream event kinds
-must match, while text and counts may differ. Both modes return readable diffs.
+must match, while text and counts may differ. Both modes return readable diffs. A body served
+as text (``text/plain``, subtitles) is kept as ``body_text`` and compared line by line in exact
+mode. Goldens recorded on a capability's own fixture (``vision``, ``audio``) are replayed by that
+family behind its probe (``family_goldens``), not by the general replay.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .checks.registry import check, fail
 from .client import SuiteClient
-from .errors import SetupError
+from .errors import SetupError, Severity
 from .golden_cases import GoldenCase
+from .golden_diff import format_case
+from .golden_uploads import multipart_request, recorded_multipart
 from .sse import parse_sse
 
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
@@ -40,17 +46,23 @@ def goldens_dir() -> Path:
 
 def normalize(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: VOLATILE[k] if k in VOLATILE and v is not None else normalize(v)
-                for k, v in value.items()}
+        return {k: VOLATILE[k] if _volatile(k, v) else normalize(v) for k, v in value.items()}
     if isinstance(value, list):
         return [normalize(v) for v in value]
     return value
 
 
+def _volatile(key: str, value: Any) -> bool:
+    # An integer id is an index (a transcription segment's), not a generated identifier.
+    return key in VOLATILE and value is not None and not (key == "id" and _is_int(value))
+
+
 def send(client: SuiteClient, case: GoldenCase, model: str | None) -> dict[str, Any]:
     """Send the case's request; return the normalized transcript of the response."""
     kwargs: dict[str, Any] = {}
-    if case.raw is not None:
+    if case.multipart is not None:
+        kwargs = multipart_request(case.multipart, model)
+    elif case.raw is not None:
         kwargs = {"content": case.raw.encode(), "headers": {"Content-Type": "application/json"}}
     elif case.json is not None:
         payload = dict(case.json)
@@ -64,12 +76,19 @@ def send(client: SuiteClient, case: GoldenCase, model: str | None) -> dict[str, 
                                       "content_type": content_type}
     if content_type == "text/event-stream":
         transcript["events"] = [_event(e.event, e.data) for e in parse_sse(text).events]
+    elif _is_text(content_type):
+        transcript["body_text"] = text
     else:
         try:
             transcript["body"] = normalize(json.loads(text))
         except ValueError:
             transcript["body_text"] = text
     return transcript
+
+
+def _is_text(content_type: str) -> bool:
+    """A body the server serves as text (a transcript, subtitles), never parsed as JSON."""
+    return content_type.startswith("text/") or content_type == "application/x-subrip"
 
 
 def _event(name: str | None, data: str) -> Any:
@@ -86,6 +105,8 @@ def document(case: GoldenCase, transcript: dict[str, Any]) -> dict[str, Any]:
         request["json"] = case.json
     if case.raw is not None:
         request["raw"] = case.raw
+    if case.multipart is not None:
+        request["multipart"] = recorded_multipart(case.multipart)
     doc: dict[str, Any] = {"case": case.name, "family": case.family, "feature": case.feature}
     if case.fixture is not None:
         doc["fixture"] = case.fixture  # recorded on this fixture, not the default one
@@ -96,12 +117,27 @@ def case_from_document(doc: dict[str, Any]) -> GoldenCase:
     req = doc["request"]
     return GoldenCase(doc["case"], doc["family"], req["method"], req["path"], req.get("json"),
                       req.get("raw"), stream="events" in doc["response"],
-                      fixture=doc.get("fixture"))
+                      fixture=doc.get("fixture"), multipart=req.get("multipart"))
 
 
 def load_documents() -> list[tuple[Path, dict[str, Any]]]:
     root = goldens_dir()
     return [(p, json.loads(p.read_text())) for p in sorted(root.glob("*/*.json"))]
+
+
+# Families whose goldens, recorded on the family's own fixture, need a capability the server may
+# lack (image input, an audio model): that family's tests replay them behind its probe.
+PROBED_FAMILIES = ("vision", "audio")
+
+
+def replayed_by_family(doc: dict[str, Any]) -> bool:
+    return doc["family"] in PROBED_FAMILIES and doc.get("fixture") is not None
+
+
+def family_goldens(family: str) -> list[tuple[Path, dict[str, Any]]]:
+    """The goldens ``family`` replays behind its own probe."""
+    return [(path, doc) for path, doc in load_documents()
+            if doc["family"] == family and replayed_by_family(doc)]
 
 
 def write_document(root: Path, doc: dict[str, Any]) -> Path:
@@ -215,8 +251,47 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
         return [d for k in firsts for d in compare_shape(firsts[k], gots.get(k), f"event:{k}")]
     if "body" in expected and "body" not in got:
         return [f"body: expected JSON, got text {_short(got.get('body_text', ''))}"]
+    if "body_text" in expected:
+        return _compare_text(expected["body_text"], got, mode)
     compare = compare_exact if mode == "exact" else compare_shape
     return compare(expected.get("body"), got.get("body"), "body")
+
+
+def _compare_text(expected: str, got: dict[str, Any], mode: str) -> list[str]:
+    if "body_text" not in got:
+        return [f"body_text: expected text, got JSON {_short(got.get('body'))}"]
+    if mode == "exact":
+        return compare_exact(expected.splitlines(), got["body_text"].splitlines(), "body_text")
+    if bool(expected.strip()) != bool(got["body_text"].strip()):
+        return [f"body_text: expected {'a non-empty' if expected.strip() else 'an empty'} text"]
+    return []
+
+
+@check(
+    "golden_transcript",
+    severity=Severity.MEDIUM,
+    description="The response matches its golden transcript (exact or shape mode)",
+)
+def check_golden(
+    expected: dict[str, Any], got: dict[str, Any], mode: str, case: str = "case"
+) -> None:
+    diffs = compare_transcripts(expected, got, mode)
+    if diffs:
+        # The message carries the whole expected/got block so pytest's failure output reads
+        # as a diff; the evidence keeps the raw lines and what the server sent.
+        fail(
+            "golden_transcript",
+            format_case(case, mode, diffs[:40]),
+            mode=mode,
+            case=case,
+            diffs=diffs[:40],
+            got_status=got.get("status"),
+            got=got.get("body", got.get("events", got.get("body_text"))),
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_num(value: Any) -> bool:

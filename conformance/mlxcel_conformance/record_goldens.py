@@ -2,9 +2,10 @@
 
     python -m mlxcel_conformance.record_goldens [--out goldens/] [--family vision ...]
 
-Each case is recorded on the fixture it names (the default text fixture, or e.g. the
-vision-language one for the `vision` family), one server per fixture. Only the reference server
-is recorded: goldens change on purpose, and the diff is read.
+Each case is recorded on the fixture it names (the default text fixture, the vision-language one
+for the `vision` family, the Whisper one, served by the audio-only server, for the `audio`
+family), one server per fixture. Only the reference server is recorded: goldens change on
+purpose, and the diff is read.
 """
 
 from __future__ import annotations
@@ -14,21 +15,25 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .client import SuiteClient
-from .golden_cases import CASES, VISION_CASES, GoldenCase
+from .golden_cases import AUDIO_CASES, CASES, VISION_CASES, GoldenCase
 from .goldens import document, send, write_document
 from .target import ReferenceServer
 
 
-def _fixture_path(name: str | None) -> str | None:
-    if name is None:
-        return None  # the server's own default
+def _server(fixture: str | None) -> ReferenceServer:
+    if fixture is None:
+        return ReferenceServer()  # the server's own default model
+    from mlxcel.audio.whisper import is_whisper_checkpoint
     from mlxcel.bundled import bundled_model_path
 
-    return str(bundled_model_path(name))
+    path = bundled_model_path(fixture)
+    if is_whisper_checkpoint(path):
+        return ReferenceServer(audio_model=str(path))
+    return ReferenceServer(model=str(path))
 
 
 def record(cases: Sequence[GoldenCase], fixture: str | None, out: Path) -> None:
-    server = ReferenceServer(model=_fixture_path(fixture))
+    server = _server(fixture)
     client = SuiteClient(server.start())
     try:
         model = client.model_for_requests()
@@ -46,7 +51,7 @@ def main() -> None:
     parser.add_argument("--family", action="append", default=None,
                         help="record only this family's cases (repeatable; default: all)")
     args = parser.parse_args()
-    cases = [c for c in (*CASES, *VISION_CASES)
+    cases = [c for c in (*CASES, *VISION_CASES, *AUDIO_CASES)
              if args.family is None or c.family in args.family]
     by_fixture: dict[str | None, list[GoldenCase]] = {}
     for case in cases:

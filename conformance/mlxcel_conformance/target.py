@@ -94,9 +94,11 @@ def wait_healthy(base_url: str, process: subprocess.Popen[bytes], timeout: float
 
 @dataclass
 class ReferenceServer:
-    """``mlxcel-server`` in a subprocess on a free port."""
+    """``mlxcel-server`` in a subprocess on a free port; with ``audio_model`` the audio-only
+    server (a Whisper checkpoint, no text or encoder models)."""
 
     model: str | None = None
+    audio_model: str | None = None
     api_key: str | None = SELF_STARTED_API_KEY
     # /metrics exists only with --metrics; the suite checks it on the reference server.
     extra_args: Sequence[str] = ("--metrics",)
@@ -111,10 +113,12 @@ class ReferenceServer:
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "mlxcel", "--host", "127.0.0.1", "--port", str(self.port)]
-        if self.model:
-            cmd += ["--model", self.model]
         if self.api_key:
             cmd += ["--api-key", self.api_key]
+        if self.audio_model:
+            return cmd + ["--audio-model", self.audio_model] + list(self.extra_args)
+        if self.model:
+            cmd += ["--model", self.model]
         return cmd + _bundled_encoder_args() + list(self.extra_args)
 
     def start(self) -> Target:

@@ -67,10 +67,37 @@ def test_transcript_status_mismatch_is_reported_first() -> None:
     assert compare_transcripts(expected, got, "shape") == ["status: expected 200, got 404"]
 
 
+def test_normalize_keeps_integer_ids() -> None:
+    # a transcription segment's id is its index, not a generated identifier
+    out = normalize({"id": "tr-1", "segments": [{"id": 0, "start": 0.0}]})
+    assert out == {"id": "<id>", "segments": [{"id": 0, "start": 0.0}]}
+
+
+SRT = "1\n00:00:00,000 --> 00:00:00,900\nhello\n"
+
+
+def test_text_bodies_compare_line_by_line_in_exact_mode() -> None:
+    expected = {"status": 200, "content_type": "application/x-subrip", "body_text": SRT}
+    got = {**expected, "body_text": SRT.replace("00,900", "01,000")}
+    assert compare_transcripts(expected, expected, "exact") == []
+    diffs = compare_transcripts(expected, got, "exact")
+    assert len(diffs) == 1 and diffs[0].startswith("body_text[1]: expected")
+    assert compare_transcripts(expected, got, "shape") == []
+
+
+def test_text_bodies_in_shape_mode() -> None:
+    expected = {"status": 200, "content_type": "text/plain", "body_text": "hello\n"}
+    assert compare_transcripts(expected, {**expected, "body_text": ""}, "shape") == [
+        "body_text: expected a non-empty text"]
+    as_json = {"status": 200, "content_type": "text/plain", "body": {"text": "hello"}}
+    assert compare_transcripts(expected, as_json, "shape")[0].startswith(
+        "body_text: expected text, got JSON")
+
+
 def test_committed_goldens_are_well_formed() -> None:
     documents = load_documents()
     assert documents, "no goldens committed"
     for path, doc in documents:
         assert path.stem == doc["case"] and path.parent.name == doc["family"]
         assert {"status", "content_type"} <= set(doc["response"])
-        assert ("events" in doc["response"]) or ("body" in doc["response"])
+        assert {"events", "body", "body_text"} & set(doc["response"])

@@ -6,54 +6,25 @@ from typing import Any
 
 import pytest
 
-from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.errors import Severity
-from mlxcel_conformance.golden_diff import format_case
 from mlxcel_conformance.goldens import (
     case_from_document,
-    compare_transcripts,
+    check_golden,
     load_documents,
+    replayed_by_family,
     send,
 )
 from mlxcel_conformance.tests.test_audio import serves_audio
-
-# Families whose goldens need a capability the server may lack: replayed by that family's own
-# tests behind its probe (vision: tests/test_vision.py), not here.
-REPLAYED_BY_FAMILY = {"vision"}
 
 
 def _params() -> list[Any]:
     params = []
     for path, doc in load_documents():
-        if doc["family"] in REPLAYED_BY_FAMILY:
-            continue
+        if replayed_by_family(doc):
+            continue  # the family's own tests replay it behind its probe (test_vision, ...)
         mark = pytest.mark.conformance(family=doc["family"], feature=doc["feature"])
         params.append(pytest.param(doc, id=f"{doc['family']}/{path.stem}", marks=mark))
     return params
-
-
-@check(
-    "golden_transcript",
-    severity=Severity.MEDIUM,
-    description="The response matches its golden transcript (exact or shape mode)",
-)
-def check_golden(
-    expected: dict[str, Any], got: dict[str, Any], mode: str, case: str = "case"
-) -> None:
-    diffs = compare_transcripts(expected, got, mode)
-    if diffs:
-        # The message carries the whole expected/got block so pytest's failure output reads
-        # as a diff; the evidence keeps the raw lines and what the server sent.
-        fail(
-            "golden_transcript",
-            format_case(case, mode, diffs[:40]),
-            mode=mode,
-            case=case,
-            diffs=diffs[:40],
-            got_status=got.get("status"),
-            got=got.get("body", got.get("events", got.get("body_text"))),
-        )
 
 
 @pytest.mark.parametrize("doc", _params())

@@ -29,8 +29,7 @@ from mlxcel_conformance.flows_typed import (
     responses_json,
     responses_payload,
 )
-from mlxcel_conformance.goldens import case_from_document, load_documents, send
-from mlxcel_conformance.tests.test_goldens import check_golden
+from mlxcel_conformance.goldens import case_from_document, check_golden, family_goldens, send
 
 CHAT_PATH = "/v1/chat/completions"
 QUESTION = "What colour is this image?"
@@ -92,7 +91,7 @@ def test_chat_responses_and_messages_share_the_image_path(
 def _vision_goldens() -> list[Any]:
     return [pytest.param(doc, id=path.stem, marks=pytest.mark.conformance(
                 family="vision", feature=doc["feature"]))
-            for path, doc in load_documents() if doc["family"] == "vision"]
+            for path, doc in family_goldens("vision")]
 
 
 @pytest.mark.parametrize("doc", _vision_goldens())
