@@ -2,7 +2,9 @@
 
 A server that answers the transcription route with 501 has no audio model: these features
 are UNSUPPORTED there (its 501 is checked by ``test_unconfigured_routes``). Run them against
-an audio-only mlxcel server with ``--base-url URL --families audio``.
+an audio-only mlxcel server with ``--base-url URL --families audio``. The audio goldens
+(recorded on the Whisper fixture) are replayed here behind the same probe: ``shape`` mode,
+``exact`` only with ``--goldens exact``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mlxcel_conformance.checks.audio import (
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import check_schema, response_of
+from mlxcel_conformance.goldens import case_from_document, check_golden, family_goldens, send
 
 TRANSCRIBE = "/v1/audio/transcriptions"
 TRANSLATE = "/v1/audio/translations"
@@ -35,7 +38,6 @@ def upload(client: SuiteClient, path: str = TRANSCRIBE, audio: bytes = CLIP,
     model = client.model_for_requests() or FIELDS["model"]
     return client.post(path, files={"file": (name, audio, "audio/wav")},
                        data={**FIELDS, "model": model, **fields})
-
 
 
 
@@ -120,3 +122,21 @@ def test_unknown_response_format_is_400(client: SuiteClient) -> None:
 def test_upload_over_25_mib_is_413(client: SuiteClient) -> None:
     require_audio(client)
     _error(upload(client, audio=CLIP + b"\0" * (LIMIT + 1 - len(CLIP))), 413)
+
+
+def _audio_goldens() -> list[Any]:
+    return [pytest.param(doc, id=path.stem, marks=pytest.mark.conformance(
+                family="audio", feature=doc["feature"]))
+            for path, doc in family_goldens("audio")]
+
+
+@pytest.mark.parametrize("doc", _audio_goldens())
+def test_audio_goldens(client: SuiteClient, model_name: str | None,
+                       pytestconfig: pytest.Config, doc: dict[str, Any]) -> None:
+    """Transcriptions (json, verbose_json, text, srt, vtt), translations and the upload errors
+    against goldens recorded on the Whisper fixture: shape mode (any Whisper server), exact
+    only when ``--goldens exact`` is asked for."""
+    require_audio(client)
+    mode = "exact" if pytestconfig.getoption("--goldens") == "exact" else "shape"
+    got = send(client, case_from_document(doc), model_name)
+    check_golden(doc["response"], got, mode, f"audio/{doc['case']}")
