@@ -6,7 +6,8 @@
 
 Each peer is started by the conformance launchers (``mlxcel_conformance.peers.launchers``, so
 llama-server gets the same GGUF conversion), with as many slots as the highest level and no API
-key, warmed with one short request, swept, and stopped before the next starts. Writes
+key, warmed with one short request, swept, and stopped before the next starts (vllm-mlx's
+requests also carry ``model``, which it requires; see ``request_fields``). Writes
 ``peers.json`` (every level of every peer, plus the machine and the settings), ``peers.png``
 (aggregate tok/s and TTFT p50 against concurrency, one line per server) and ``peers.md`` (the
 ratio table against the reference server). A peer that will not start, or whose requests fail,
@@ -43,12 +44,25 @@ def slots_args(name: str, slots: int) -> list[str]:
     return []  # mlx_lm.server: --decode-concurrency 32 by default; vllm-mlx batches itself
 
 
+def request_fields(name: str, model_dir: Path) -> dict[str, Any]:
+    """Fields added to every benchmark request body for this peer.
+
+    vllm-mlx answers a chat request without ``model`` with 422, so it gets the name it serves
+    (``--served-model-name``, the model directory's name). The others get none: mlx_lm.server
+    loads any ``model`` other than its default as a local path or Hugging Face Hub repository.
+    """
+    return {"model": model_dir.name} if name == "vllm-mlx" else {}
+
+
 def bench_peer(peer: Peer, workdir: Path, levels: list[int], max_tokens: int,
                per_worker: int) -> dict[str, Any]:
     bench = dataclasses.replace(peer, api_key=None,
                                 extra_args=slots_args(peer.name, max(levels)))
     started = PeerProcess(bench, workdir / peer.name)
     entry: dict[str, Any] = {"name": peer.name, "version": peer.version(), "levels": []}
+    extra = request_fields(peer.name, peer.model_dir)
+    if extra:
+        entry["request_fields"] = extra
     try:
         started.start()
     except SetupError as exc:
@@ -58,8 +72,8 @@ def bench_peer(peer: Peer, workdir: Path, levels: list[int], max_tokens: int,
         return entry
     try:
         print(f"[{peer.name}] {' '.join(started.command)}", flush=True)
-        sweep(started.base_url, [1], 8, 1)  # warm up: first-request compilation, caches
-        entry["levels"] = sweep(started.base_url, levels, max_tokens, per_worker)
+        sweep(started.base_url, [1], 8, 1, extra)  # warm up: first-request compilation, caches
+        entry["levels"] = sweep(started.base_url, levels, max_tokens, per_worker, extra)
         if not started.alive():
             entry["error"] = f"exited with code {started.exit_code()} during the sweep"
             entry["log_tail"] = started.log_tail()

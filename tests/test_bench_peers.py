@@ -62,3 +62,40 @@ def test_a_peer_that_does_not_start_is_recorded_and_the_run_goes_on(tmp_path: Pa
     assert entry["levels"] == [] and "did not start" in entry["error"]
     assert "no model" in entry["log_tail"]
     json.dumps(entry)  # publishable as is
+
+
+@pytest.mark.parametrize(("name", "fields"), [("vllm-mlx", {"model": "qwen3-tiny"}),
+                                              ("mlx-lm", {}), ("mlxcel", {}),
+                                              ("llama-server", {})])
+def test_only_vllm_mlx_requests_name_the_model(name: str, fields: dict[str, Any],
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path) -> None:
+    """vllm-mlx answers 422 without ``model``; mlx_lm.server would load any other name."""
+    model = tmp_path / "qwen3-tiny"
+    assert bench.request_fields(name, model) == fields
+
+    class Started:
+        base_url = "http://127.0.0.1:1"
+        command = ["server"]
+
+        def __init__(self, *_args: Any) -> None: ...
+        def start(self) -> None: ...
+        def stop(self) -> None: ...
+        def alive(self) -> bool:
+            return True
+
+    calls: list[dict[str, Any] | None] = []
+
+    def fake_sweep(_url: str, levels: list[int], _max_tokens: int, _per_worker: int = 2,
+                   extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        calls.append(extra)
+        return [_level(level, 1.0, 0.1) for level in levels]
+
+    monkeypatch.setattr(bench, "PeerProcess", Started)
+    monkeypatch.setattr(bench, "sweep", fake_sweep)
+    peer = Peer(name, "mlx-lm", "fake", lambda *_: [], model_dir=model)
+    monkeypatch.setattr(Peer, "version", lambda _self: "test")
+    entry = bench.bench_peer(peer, tmp_path, [1, 4], 8, 1)
+    assert calls == [fields, fields]  # the warm-up and the sweep
+    assert [lv["concurrency"] for lv in entry["levels"]] == [1, 4]
+    assert entry.get("request_fields", {}) == fields
