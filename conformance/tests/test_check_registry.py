@@ -29,6 +29,7 @@ EXPECTED = {
     "anthropic_event_order",
     "response_body",
     "anthropic_message_body",
+    "concurrent_streams_complete",
 }
 
 

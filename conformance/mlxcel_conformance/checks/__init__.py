@@ -3,7 +3,7 @@
 One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completions`,
 `openai_common` (usage, logprobs), `chat_semantics` (tools, reasoning, structured output),
 `errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
-`engine_checks`, `vision` (image input), `speculative`.
+`engine_checks`, `concurrency` (many streams at once), `vision` (image input), `speculative`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ CHECK_MODULES = (
     "anthropic_events",
     "anthropic_body",
     "engine_checks",
+    "concurrency",
     "llama_native",
     "embeddings",
     "mlx_lm_fields",
