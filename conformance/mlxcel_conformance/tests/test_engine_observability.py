@@ -43,9 +43,11 @@ def _long_stream(model_name: str | None) -> dict[str, Any]:
 
 
 def _hold_stream(client: SuiteClient, payload: dict[str, Any], release: threading.Event,
-                 headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
-    """Open a stream, read its first event, then hold it until ``release``; closing the
-    connection is the disconnect."""
+                 headers: dict[str, str] | None = None,
+                 events: int = 1) -> tuple[int, str, Any]:
+    """Open a stream, read its first ``events`` events, then hold it until ``release``;
+    closing the connection is the disconnect. The role chunk may come before the request
+    reaches a slot; a second event is a generated token, so the sequence has started."""
     with client.http.stream("POST", CHAT_PATH, json=payload, headers=headers or {}) as resp:
         content_type = resp.headers.get("content-type", "")
         if resp.status_code != 200:
@@ -54,8 +56,10 @@ def _hold_stream(client: SuiteClient, payload: dict[str, Any], release: threadin
                 return resp.status_code, content_type, resp.json()
             except ValueError:
                 return resp.status_code, content_type, resp.text
-        for _ in resp.iter_lines():
-            if release.wait(0):
+        seen = 0
+        for line in resp.iter_lines():
+            seen += line.startswith("data:")
+            if seen >= events and release.wait(0):
                 break
         return 200, content_type, None
 
@@ -150,7 +154,7 @@ def test_metrics_counters_exact(client: SuiteClient, model_name: str | None) -> 
     completion_stream(client, completion_payload(model_name, max_tokens=5, temperature=0))
     release = threading.Event()
     release.set()
-    _hold_stream(client, _long_stream(model_name), release)
+    _hold_stream(client, _long_stream(model_name), release, events=2)
     assert _wait_until(lambda: _all_idle(client), 10) < 10
     after = _metrics(client)
     usages = [u for u in counted if u]
