@@ -86,7 +86,8 @@ def peers(session: nox.Session) -> None:
 @nox.session
 def bench_peers(session: nox.Session) -> None:
     """The load sweep against every peer on the same model, one after another: combined
-    docs/benchmarks/peers.{json,md,png}. llama-server with ``-- --llama-server PATH``."""
+    docs/benchmarks/peers.{json,md,png}. llama-server with ``-- --llama-server PATH``, vllm-mlx
+    with ``-- --vllm-mlx PATH``."""
     session.install("-e", ".[dev,peers,bench]")
     session.run("python", "-m", "benchmarks.peers", "--out", "docs/benchmarks", *session.posargs)
 
