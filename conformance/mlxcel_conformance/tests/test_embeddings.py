@@ -28,6 +28,27 @@ DOCS = ["hi", "it is a bear",
 RERANK_PATHS = ("/v1/rerank", "/v1/reranking", "/rerank", "/reranking")
 
 
+_PROBED: dict[tuple[str, str], bool] = {}
+
+
+def serves(client: SuiteClient, route: str) -> bool:
+    """Whether the target has a model for ``route`` (embeddings or rerank): anything but 501
+    to a valid request. Without one, the reference (like llama-server without
+    ``--embeddings``) answers 501 naming the flag that enables it."""
+    key = (client.target.base_url, route)
+    if key not in _PROBED:
+        probe = ({"input": "probe"} if route == "embeddings"
+                 else {"query": "probe", "documents": ["probe"]})
+        _PROBED[key] = client.post(V1 if route == "embeddings" else "/v1/rerank",
+                                   probe).status_code != 501
+    return _PROBED[key]
+
+
+def require(client: SuiteClient, route: str) -> None:
+    if not serves(client, route):
+        pytest.skip(f"UNSUPPORTED: the server has no {route} model (the route answers 501)")
+
+
 def _post(client: SuiteClient, path: str, payload: dict[str, Any]) -> Any:
     response = client.post(path, payload)
     expect_status(response, 200)
@@ -43,6 +64,7 @@ def openai_vectors(client: SuiteClient, payload: dict[str, Any], n: int) -> list
 
 @pytest.mark.conformance(family="embeddings", feature="embeddings.openai.body")
 def test_openai_embeddings_are_normalized_and_deterministic(client: SuiteClient) -> None:
+    require(client, "embeddings")
     vectors = openai_vectors(client, {"input": [*TEXTS, TEXTS[0]]}, 3)
     check_embedding_vectors(vectors, normalized=True)
     check_same_vectors(vectors[0], vectors[2], "same request")
@@ -52,6 +74,7 @@ def test_openai_embeddings_are_normalized_and_deterministic(client: SuiteClient)
 
 @pytest.mark.conformance(family="embeddings", feature="embeddings.openai.base64")
 def test_base64_encoding_matches_float(client: SuiteClient) -> None:
+    require(client, "embeddings")
     floats = openai_vectors(client, {"input": TEXTS[1]}, 1)[0]
     encoded = openai_vectors(client, {"input": TEXTS[1], "encoding_format": "base64"}, 1)[0]
     if not isinstance(encoded, str):
@@ -61,6 +84,7 @@ def test_base64_encoding_matches_float(client: SuiteClient) -> None:
 
 @pytest.mark.conformance(family="embeddings", feature="embeddings.openai.token_ids")
 def test_token_id_inputs(client: SuiteClient) -> None:
+    require(client, "embeddings")
     vectors = openai_vectors(client, {"input": [[5, 6, 7], [8, 9]]}, 2)
     check_embedding_vectors(vectors, normalized=True)
     single = openai_vectors(client, {"input": [5, 6, 7]}, 1)
@@ -69,6 +93,7 @@ def test_token_id_inputs(client: SuiteClient) -> None:
 
 @pytest.mark.conformance(family="embeddings", feature="embeddings.native.shape")
 def test_native_embedding_shape_and_normalization(client: SuiteClient) -> None:
+    require(client, "embeddings")
     reference = openai_vectors(client, {"input": TEXTS[0]}, 1)[0]
     for path in ("/embedding", "/embeddings"):
         body = _post(client, path, {"content": TEXTS[0]})
@@ -98,6 +123,7 @@ BAD_EMBEDDINGS: dict[str, dict[str, Any]] = {
 @pytest.mark.conformance(family="embeddings", feature="embeddings.errors", destructive=True)
 @pytest.mark.parametrize("case", sorted(BAD_EMBEDDINGS))
 def test_embeddings_bad_input_is_400(client: SuiteClient, case: str) -> None:
+    require(client, "embeddings")
     status, body = response_of(client.post(V1, BAD_EMBEDDINGS[case]))
     check_error_body_openai(body, status=status, expected=400)
     openai_vectors(client, {"input": "still serving"}, 1)
@@ -105,6 +131,7 @@ def test_embeddings_bad_input_is_400(client: SuiteClient, case: str) -> None:
 
 @pytest.mark.conformance(family="embeddings", feature="embeddings.alongside_generation")
 def test_embeddings_alongside_a_generation(client: SuiteClient, model_name: str | None) -> None:
+    require(client, "embeddings")
     """An embedding request while a chat completion runs: both answer, neither breaks."""
     results: dict[str, int] = {}
 
@@ -125,6 +152,7 @@ def test_embeddings_alongside_a_generation(client: SuiteClient, model_name: str 
 @pytest.mark.conformance(family="embeddings", feature="rerank.jina")
 @pytest.mark.parametrize("path", RERANK_PATHS)
 def test_rerank_envelope_ordered_by_score(client: SuiteClient, path: str) -> None:
+    require(client, "rerank")
     body = _post(client, path, {"query": QUERY, "documents": DOCS, "top_n": 2,
                                 "return_documents": True})
     results = body.get("results") if isinstance(body, dict) else None
@@ -142,6 +170,7 @@ def test_rerank_envelope_ordered_by_score(client: SuiteClient, path: str) -> Non
 
 @pytest.mark.conformance(family="embeddings", feature="rerank.tei")
 def test_rerank_tei_bare_array(client: SuiteClient) -> None:
+    require(client, "rerank")
     body = _post(client, "/rerank", {"query": QUERY, "texts": DOCS, "return_text": True})
     check_rerank_order(body, "score", len(DOCS), None)
     if any(item.get("text") != DOCS[item["index"]] for item in body):
@@ -160,5 +189,6 @@ BAD_RERANK: dict[str, dict[str, Any]] = {
 @pytest.mark.conformance(family="embeddings", feature="rerank.errors", destructive=True)
 @pytest.mark.parametrize("case", sorted(BAD_RERANK))
 def test_rerank_bad_input_is_400(client: SuiteClient, case: str) -> None:
+    require(client, "rerank")
     status, body = response_of(client.post("/v1/rerank", BAD_RERANK[case]))
     check_error_body_openai(body, status=status, expected=400)

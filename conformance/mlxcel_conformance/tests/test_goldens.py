@@ -15,6 +15,7 @@ from mlxcel_conformance.goldens import (
     send,
 )
 from mlxcel_conformance.tests.test_audio import serves_audio
+from mlxcel_conformance.tests.test_embeddings import serves
 
 
 def _params() -> list[Any]:
@@ -34,5 +35,9 @@ def test_golden(
     if doc["case"].endswith("_unconfigured") and doc["family"] == "audio" \
             and serves_audio(client):
         pytest.skip("UNSUPPORTED: the server has an audio model (see test_audio)")
+    if doc["family"] == "embeddings":
+        route = "rerank" if "rerank" in doc["request"]["path"] else "embeddings"
+        if not serves(client, route):
+            pytest.skip(f"UNSUPPORTED: the server has no {route} model (the route answers 501)")
     got = send(client, case_from_document(doc), model_name)
     check_golden(doc["response"], got, golden_mode, f"{doc['family']}/{doc['case']}")
