@@ -13,7 +13,7 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
-from mlxcel_conformance.target import free_port, wait_healthy
+from mlxcel_conformance.target import ReferenceServer
 
 pytest.importorskip("mlx_whisper")
 
@@ -33,20 +33,12 @@ GOLDENS = {f"golden.audio.{case}" for case in (
 
 
 @pytest.fixture(scope="module")
-def audio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("audio") / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mlxcel", "--port", str(port), "--audio-model", str(WHISPER)],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+def audio_server() -> Iterator[str]:
+    server = ReferenceServer(audio_model=str(WHISPER), api_key=None, extra_args=())
     try:
-        assert wait_healthy(url, process, 120, "audio server", lambda: log.read_text()[-2000:])
-        yield url
+        yield server.start().base_url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        server.stop()
 
 
 def test_audio_family_passes_on_the_whisper_server(audio_server: str, tmp_path: Path) -> None:

@@ -13,27 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from mlxcel_conformance.target import free_port, wait_healthy
+from mlxcel_conformance.target import ReferenceServer
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "fixtures" / "models" / "qwen3-tiny"
 
 
 @pytest.fixture(scope="module")
-def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("plain") / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mlxcel", "--port", str(port), "--model", str(MODEL)],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+def plain_server() -> Iterator[str]:
+    server = ReferenceServer(model=str(MODEL), api_key=None, extra_args=(), encoders=False)
     try:
-        assert wait_healthy(url, process, 120, "plain server", lambda: log.read_text()[-2000:])
-        yield url
+        yield server.start().base_url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        server.stop()
 
 
 def test_optional_routes_are_unsupported_not_failed(plain_server: str, tmp_path: Path) -> None:

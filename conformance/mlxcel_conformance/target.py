@@ -102,6 +102,8 @@ class ReferenceServer:
     api_key: str | None = SELF_STARTED_API_KEY
     # /metrics exists only with --metrics; the suite checks it on the reference server.
     extra_args: Sequence[str] = ("--metrics",)
+    # the bundled embedding and rerank fixtures (False: the routes answer their 501)
+    encoders: bool = True
     startup_timeout: float = 120.0
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
@@ -119,7 +121,7 @@ class ReferenceServer:
             return cmd + ["--audio-model", self.audio_model] + list(self.extra_args)
         if self.model:
             cmd += ["--model", self.model]
-        return cmd + _bundled_encoder_args() + list(self.extra_args)
+        return cmd + (_bundled_encoder_args() if self.encoders else []) + list(self.extra_args)
 
     def start(self) -> Target:
         fd, name = tempfile.mkstemp(prefix="mlxcel-server-", suffix=".log")
