@@ -140,6 +140,15 @@ def family_goldens(family: str) -> list[tuple[Path, dict[str, Any]]]:
             if doc["family"] == family and replayed_by_family(doc)]
 
 
+def family_golden_params(family: str) -> list[Any]:
+    """``family_goldens`` as pytest parameters, each marked as its own feature."""
+    import pytest
+
+    return [pytest.param(doc, id=path.stem, marks=pytest.mark.conformance(
+                family=family, feature=doc["feature"]))
+            for path, doc in family_goldens(family)]
+
+
 def write_document(root: Path, doc: dict[str, Any]) -> Path:
     path = root / doc["family"] / f"{doc['case']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

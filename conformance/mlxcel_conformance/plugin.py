@@ -121,6 +121,13 @@ def golden_mode(pytestconfig: pytest.Config, target: Target) -> str:
 
 
 @pytest.fixture(scope="session")
+def probed_golden_mode(pytestconfig: pytest.Config) -> str:
+    """The mode of goldens recorded on a capability's own fixture (vision, audio): ``shape``
+    (any server with the capability), ``exact`` only when ``--goldens exact`` is asked for."""
+    return "exact" if pytestconfig.getoption("--goldens") == "exact" else "shape"
+
+
+@pytest.fixture(scope="session")
 def profile(pytestconfig: pytest.Config) -> Profile:
     return pytestconfig.stash[_PROFILE_KEY]
 

@@ -29,7 +29,12 @@ from mlxcel_conformance.flows_typed import (
     responses_json,
     responses_payload,
 )
-from mlxcel_conformance.goldens import case_from_document, check_golden, family_goldens, send
+from mlxcel_conformance.goldens import (
+    case_from_document,
+    check_golden,
+    family_golden_params,
+    send,
+)
 
 CHAT_PATH = "/v1/chat/completions"
 QUESTION = "What colour is this image?"
@@ -88,20 +93,13 @@ def test_chat_responses_and_messages_share_the_image_path(
     check_families_agree(texts)
 
 
-def _vision_goldens() -> list[Any]:
-    return [pytest.param(doc, id=path.stem, marks=pytest.mark.conformance(
-                family="vision", feature=doc["feature"]))
-            for path, doc in family_goldens("vision")]
-
-
-@pytest.mark.parametrize("doc", _vision_goldens())
+@pytest.mark.parametrize("doc", family_golden_params("vision"))
 def test_vision_goldens(client: SuiteClient, model_name: str | None, vision: None,
-                        pytestconfig: pytest.Config, doc: dict[str, Any]) -> None:
+                        probed_golden_mode: str, doc: dict[str, Any]) -> None:
     """Image input on chat, Responses and Messages against goldens recorded on the VLM fixture:
     shape mode (any vision model), exact only when ``--goldens exact`` is asked for."""
-    mode = "exact" if pytestconfig.getoption("--goldens") == "exact" else "shape"
     got = send(client, case_from_document(doc), model_name)
-    check_golden(doc["response"], got, mode, f"vision/{doc['case']}")
+    check_golden(doc["response"], got, probed_golden_mode, f"vision/{doc['case']}")
 
 
 TRAVERSALS = ("/etc/passwd", "file:///etc/passwd", "/tmp/../etc/passwd",
