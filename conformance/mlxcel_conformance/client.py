@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,14 @@ class SuiteClient:
         self.http = httpx.Client(
             base_url=target.base_url, headers=target.auth_headers, timeout=timeout
         )
+        self._probes: dict[str, bool] = {}
+
+    def probe(self, name: str, ask: Callable[[], bool]) -> bool:
+        """Whether the target has a capability (an audio model, an embedding model...): ``ask``
+        runs once per client, later calls return its answer."""
+        if name not in self._probes:
+            self._probes[name] = ask()
+        return self._probes[name]
 
     def close(self) -> None:
         self.http.close()

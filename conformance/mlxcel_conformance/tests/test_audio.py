@@ -48,13 +48,7 @@ def upload(client: SuiteClient, path: str = TRANSCRIBE, audio: bytes = CLIP,
 
 def serves_audio(client: SuiteClient) -> bool:
     """Whether the target transcribes (anything but 501 to a valid upload)."""
-    base = client.target.base_url
-    if base not in _PROBED:
-        _PROBED[base] = upload(client).status_code != 501
-    return _PROBED[base]
-
-
-_PROBED: dict[str, bool] = {}
+    return client.probe("audio", lambda: upload(client).status_code != 501)
 
 
 def require_audio(client: SuiteClient) -> None:

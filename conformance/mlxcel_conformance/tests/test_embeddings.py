@@ -28,20 +28,14 @@ DOCS = ["hi", "it is a bear",
 RERANK_PATHS = ("/v1/rerank", "/v1/reranking", "/rerank", "/reranking")
 
 
-_PROBED: dict[tuple[str, str], bool] = {}
-
-
 def serves(client: SuiteClient, route: str) -> bool:
     """Whether the target has a model for ``route`` (embeddings or rerank): anything but 501
     to a valid request. Without one, the reference (like llama-server without
     ``--embeddings``) answers 501 naming the flag that enables it."""
-    key = (client.target.base_url, route)
-    if key not in _PROBED:
-        probe = ({"input": "probe"} if route == "embeddings"
-                 else {"query": "probe", "documents": ["probe"]})
-        _PROBED[key] = client.post(V1 if route == "embeddings" else "/v1/rerank",
-                                   probe).status_code != 501
-    return _PROBED[key]
+    if route == "embeddings":
+        return client.probe(route, lambda: client.post(V1, {"input": "probe"}).status_code != 501)
+    return client.probe(route, lambda: client.post(
+        "/v1/rerank", {"query": "probe", "documents": ["probe"]}).status_code != 501)
 
 
 def require(client: SuiteClient, route: str) -> None:
