@@ -19,7 +19,7 @@ from fastapi.responses import Response
 from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from ..audio.service import AudioService, audio_service
+from ..audio.service import AudioService, audio_service, start_audio_service
 from ..audio.wav import decode_wav, duration_seconds
 from ..audio.whisper import Task
 from ..errors import InvalidRequestError, NotImplementedRoute, RequestTooLarge
@@ -39,10 +39,10 @@ async def _audio_worker(app: FastAPI) -> AsyncIterator[None]:
     if not config.audio_model:
         yield
         return
-    service = AudioService.start(config.audio_model, max_queue=config.audio_max_queue,
-                                 timeout_s=config.audio_timeout_s)
-    log.info("Whisper model %s loaded (%s)", service.whisper.name,
-             "multilingual" if service.whisper.multilingual else "English-only")
+    service = start_audio_service(config.audio_model, max_queue=config.audio_max_queue,
+                                  timeout_s=config.audio_timeout_s)
+    log.info("Whisper model %s loaded (%s)", service.model.name,
+             "multilingual" if service.model.multilingual else "English-only")
     app.state.mlxcel_audio = service
     try:
         yield
@@ -64,7 +64,7 @@ def audio_not_configured(route: str) -> NotImplementedRoute:
 def speech_not_served(service: AudioService) -> NotImplementedRoute:
     return NotImplementedRoute(
         "POST /v1/audio/speech is not enabled: this audio-only server loaded the Whisper "
-        f"checkpoint {service.whisper.name} and serves POST /v1/audio/transcriptions and "
+        f"checkpoint {service.model.name} and serves POST /v1/audio/transcriptions and "
         "/v1/audio/translations (and their aliases without /v1); speech needs a Kokoro "
         f"checkpoint given to {AUDIO_FLAG}, and this build has no Kokoro backend."
     )
@@ -114,13 +114,13 @@ async def _transcribe(request: Request, task: Task) -> Response:
         raise audio_not_configured("transcriptions" if task == "transcribe" else "translations")
     form = await _form(request)
     try:
-        audio = await parse_audio_form(form, task, multilingual=service.whisper.multilingual)
+        audio = await parse_audio_form(form, task, multilingual=service.model.multilingual)
     finally:
         await form.close()
     if len(audio.audio) > MAX_UPLOAD_BYTES:
         raise _too_large()
     samples = await asyncio.to_thread(decode_wav, audio.audio)
-    result = await service.run(lambda: service.whisper.run(
+    result = await service.run(lambda: service.model.run(
         samples, task=audio.task, language=audio.language, prompt=audio.prompt,
         temperature=audio.temperature, word_timestamps=audio.word_timestamps))
     return render_audio(audio, result, duration_seconds(samples))
