@@ -7,7 +7,14 @@ import pytest
 from mlxcel_conformance.checks.openai_common import check_no_usage_chunk, check_usage_chunk_last
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import chat_json, chat_payload, chat_stream, message_content
+from mlxcel_conformance.flows import (
+    answer_json,
+    chat_json,
+    chat_payload,
+    chat_stream,
+    check_answer_shape,
+    message_content,
+)
 
 pytestmark = pytest.mark.conformance(family="chat")
 
@@ -56,7 +63,7 @@ def test_chat_token_limit(client: SuiteClient, model_name: str | None, field: st
     payload = chat_payload(model_name, STORY)
     payload.pop("max_tokens")
     payload[field] = 3
-    body = chat_json(client, payload)
+    body = answer_json(client, payload)
     reason = body["choices"][0]["finish_reason"]
     used = body["usage"]["completion_tokens"]
     if used > 3 or (reason == "length" and used != 3):
@@ -74,6 +81,7 @@ def test_chat_token_limit(client: SuiteClient, model_name: str | None, field: st
             streamed=stream.finish_reasons(),
             non_streamed=reason,
         )
+    check_answer_shape(body)
 
 
 def _stop_candidate(text: str) -> str | None:
@@ -88,12 +96,13 @@ def _stop_candidate(text: str) -> str | None:
 @pytest.mark.conformance(family="chat", feature="chat.stop.not_leaked")
 def test_chat_stop_string_never_leaks(client: SuiteClient, model_name: str | None) -> None:
     base = chat_payload(model_name, STORY, max_tokens=24, seed=7)
-    text = message_content(chat_json(client, base))
+    unstopped = answer_json(client, base)
+    text = message_content(unstopped)
     stop = _stop_candidate(text)
     if stop is None:
         pytest.skip(f"the greedy reply {text!r} has no usable stop candidate")
     expected = text[: text.find(stop)]
-    body = chat_json(client, {**base, "stop": [stop, "@@never@@"]})
+    body = answer_json(client, {**base, "stop": [stop, "@@never@@"]})
     got = message_content(body)
     if got != expected or body["choices"][0]["finish_reason"] != "stop":
         fail(
@@ -110,12 +119,16 @@ def test_chat_stop_string_never_leaks(client: SuiteClient, model_name: str | Non
             expected=expected,
             finish_reasons=streamed.finish_reasons(),
         )
+    check_answer_shape(unstopped)
+    check_answer_shape(body)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.seed.deterministic")
 def test_chat_same_seed_same_text(client: SuiteClient, model_name: str | None) -> None:
     payload = chat_payload(model_name, STORY, temperature=1.0, top_p=1.0, seed=1234, max_tokens=12)
-    first = message_content(chat_json(client, payload))
-    second = message_content(chat_json(client, payload))
+    bodies = [answer_json(client, payload) for _ in range(2)]
+    first, second = (message_content(body) for body in bodies)
     if first != second:
         fail("seed_deterministic", "the same seed gave different text", first=first, second=second)
+    for body in bodies:
+        check_answer_shape(body)

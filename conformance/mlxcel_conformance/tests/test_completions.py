@@ -12,6 +12,8 @@ from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.flows import (
     COMPLETIONS_PATH,
+    answer_json,
+    check_answer_shape,
     completion_json,
     completion_payload,
     completion_stream,
@@ -42,7 +44,7 @@ def test_completion_stream_usage_chunk(client: SuiteClient, model_name: str | No
 @pytest.mark.conformance(family="completions", feature="completions.stream.matches_json")
 def test_completion_stream_text_matches_json(client: SuiteClient, model_name: str | None) -> None:
     payload = completion_payload(model_name, max_tokens=12)
-    body = completion_json(client, payload)
+    body = answer_json(client, payload, COMPLETIONS_PATH)
     stream = completion_stream(client, payload)
     if stream.content != body["choices"][0]["text"]:
         fail(
@@ -51,6 +53,7 @@ def test_completion_stream_text_matches_json(client: SuiteClient, model_name: st
             streamed=stream.content,
             non_streamed=body["choices"][0]["text"],
         )
+    check_answer_shape(body, COMPLETIONS_PATH)
 
 
 @pytest.mark.conformance(

@@ -17,9 +17,11 @@ from mlxcel_conformance.checks.openai_common import chat_logprobs_entries
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import (
     CHAT_PATH,
+    answer_json,
     chat_json,
     chat_payload,
     chat_stream,
+    check_answer_shape,
     message_content,
 )
 
@@ -58,7 +60,8 @@ def test_logprobs_describe_sampled_token(
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 def test_stop_string_never_leaks(client: SuiteClient, model_name: str | None, stream: bool) -> None:
     base = _story(model_name, temperature=0)
-    unstopped = message_content(chat_json(client, base))
+    bodies = [answer_json(client, base)]
+    unstopped = message_content(bodies[0])
     if len(unstopped) < 8:
         pytest.skip("the model's reply is too short to place a stop string inside it")
     stop = unstopped[5:8]  # spans token boundaries on most tokenizers
@@ -66,8 +69,11 @@ def test_stop_string_never_leaks(client: SuiteClient, model_name: str | None, st
     if stream:
         content = chat_stream(client, payload).content
     else:
-        content = message_content(chat_json(client, payload))
+        bodies.append(answer_json(client, payload))
+        content = message_content(bodies[-1])
     check_stop_string_not_leaked(content, stop, unstopped)
+    for body in bodies:
+        check_answer_shape(body)
 
 
 EXTENSION_FIELDS: dict[str, dict[str, object]] = {
