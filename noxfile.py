@@ -18,6 +18,16 @@ def _install(session: nox.Session, extras: str = "dev") -> None:
     session.install("-e", f".[{extras}]")
 
 
+# The image backend (--image-model). mflux pins mlx[cuda13] on Linux, so it goes in without its
+# dependencies, after the `images` extra that lists them.
+MFLUX = "mflux==0.24.0"
+
+
+def _install_with_images(session: nox.Session, extras: str) -> None:
+    _install(session, f"{extras},images")
+    session.install("--no-deps", MFLUX)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy."""
@@ -29,8 +39,9 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Lint, unit and suite self-tests, then the conformance suite against the reference server.
-    The audio extra (mlx-whisper) is installed so the Whisper tests run too."""
-    _install(session, "dev,audio")
+    The audio extra (mlx-whisper) and the image backend (mflux) are installed so the Whisper and
+    Z-Image tests run too."""
+    _install_with_images(session, "dev,audio")
     session.run("ruff", "check", ".")
     session.run("mypy")
     session.run("pytest", "-q", *session.posargs)
@@ -111,8 +122,10 @@ def package(session: nox.Session) -> None:
 @nox.session
 def fixtures(session: nox.Session) -> None:
     """Rebuild every fixture model in a temp dir and compare with the committed bytes."""
-    _install(session)
+    _install_with_images(session, "dev")
     session.run("python", "fixtures/build_fixtures.py", "--check")
+    session.run("python", "fixtures/build_image_fixture.py", "--check")
+    session.run("python", "fixtures/build_kokoro_fixture.py", "--check")  # generated, not committed
     session.run("python", "fixtures/build_family_fixtures.py", "--check", *session.posargs)
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+# The assertions of the shared conformance-run helpers report their operands like a test's own.
+pytest.register_assert_rewrite("_conformance_run")
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("-m"):

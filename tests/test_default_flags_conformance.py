@@ -5,40 +5,24 @@ absent), so their features are UNSUPPORTED, never FAIL."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _conformance_run import MODELS, serve, suite_verdicts
 
-from mlxcel_conformance.target import ReferenceServer
-
-ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT / "fixtures" / "models" / "qwen3-tiny"
+MODEL = MODELS / "qwen3-tiny"
 
 
 @pytest.fixture(scope="module")
 def plain_server() -> Iterator[str]:
-    server = ReferenceServer(model=str(MODEL), api_key=None, extra_args=(), encoders=False)
-    try:
-        yield server.start().base_url
-    finally:
-        server.stop()
+    yield from serve(model=str(MODEL), api_key=None, extra_args=(), encoders=False)
 
 
 def test_optional_routes_are_unsupported_not_failed(plain_server: str, tmp_path: Path) -> None:
-    report = tmp_path / "report"
-    run = subprocess.run(
-        [sys.executable, "-m", "mlxcel_conformance", "--base-url", plain_server,
-         "--profile", "mlxcel", "-k", "test_embeddings or test_metrics_counters_exact or "
-         "(golden and embeddings)", "--report", str(report)],
-        capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    records = json.loads((report / "conformance.json").read_text())["records"]
-    verdicts = {r["feature"]: r["verdict"] for r in records if r["family"] in
-                ("embeddings", "observability")}
+    verdicts = suite_verdicts(
+        plain_server, "test_embeddings or test_metrics_counters_exact or (golden and embeddings)",
+        tmp_path / "report", families=("embeddings", "observability"))
     embeddings = {f: v for f, v in verdicts.items()
                   if f.startswith(("embeddings.", "rerank.", "golden.embeddings."))}
     assert len(embeddings) >= 14

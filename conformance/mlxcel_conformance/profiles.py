@@ -15,6 +15,9 @@ Decisions recorded here:
   (the flag named in the message): only the `mlxcel` profile claims them. `audio` also checks
   Whisper transcription and translation; those features are UNSUPPORTED on a server whose
   transcription route answers 501, and the 501 checks are UNSUPPORTED on one that transcribes.
+  `images` likewise checks generation and edits (PNG shape, seeds, the documented 400s and 415)
+  on a server started with `--image-model`, and reports them UNSUPPORTED where generation
+  answers 501.
 """
 
 from __future__ import annotations

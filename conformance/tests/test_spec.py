@@ -68,11 +68,15 @@ EXPECTED_OPERATIONS.update({
             "audio", ("200", "400", "401", "413", "500", "501", "503", "504"))
         for prefix in ("/v1", "") for route in ("transcriptions", "translations")
     },
-    **{  # routes whose model this build cannot load: 501 naming the flag
-        ("POST", f"{prefix}/audio/speech"): ("audio", ("401", "501")) for prefix in ("/v1", "")
+    **{  # Kokoro on an audio-only server; 501 naming the flag without one
+        ("POST", f"{prefix}/audio/speech"): (
+            "audio", ("200", "400", "401", "415", "500", "501", "503", "504"))
+        for prefix in ("/v1", "")
     },
-    **{
-        ("POST", f"{prefix}/images/{route}"): ("images", ("401", "501"))
+    **{  # Z-Image beside the text model; 501 naming the flag without one
+        ("POST", f"{prefix}/images/{route}"): (
+            "images", ("200", "400", "401", *(("413",) if route == "edits" else ()), "415",
+                       "500", "501", "503", "504"))
         for prefix in ("/v1", "") for route in ("generations", "edits")
     },
     ("GET", "/v1/realtime"): ("realtime", ("401", "501")),
@@ -85,8 +89,8 @@ EXPECTED_OPERATIONS.update({
 # Streams without a terminator event: llama-server's native routes end without [DONE].
 UNTERMINATED_STREAMS = ("/completion", "/completions", "/infill")
 # Streams: chat and completions end with [DONE]; Responses and Messages (and their
-# aliases) and llama-server's native routes do not.
-STREAMS = 6 + len(UNTERMINATED_STREAMS)
+# aliases), speech (and its alias) and llama-server's native routes do not.
+STREAMS = 8 + len(UNTERMINATED_STREAMS)
 
 
 def _raw() -> dict[str, Any]:

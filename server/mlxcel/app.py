@@ -39,8 +39,10 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
         # An audio-only server (--audio-model) loads no text model at all.
         if engine.state == "loading" and not engine.started and not config.audio_model:
             engine.start()
-        yield
-        engine.stop()
+        try:
+            yield
+        finally:  # also when a router's lifespan (an image or audio model's load) fails
+            engine.stop()
 
     app = FastAPI(
         title="mlxcel-server",

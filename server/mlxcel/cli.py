@@ -111,9 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--pooling", default=_env("LLAMA_ARG_POOLING"), choices=["none", "mean", "cls", "last"],
         help="embedding pooling (default: the checkpoint's sentence-transformers setting, "
         "else mean) [env LLAMA_ARG_POOLING]")
-    add("--image-model", default=_env("MLXCEL_IMAGE_MODEL"),
-        help="image generation model (no image backend in this build: refused at startup) "
-        "[env MLXCEL_IMAGE_MODEL]")
+    add_image_flags(p)
     add_audio_flags(p)
     add("--adapter-dir", default=_env("MLXCEL_ADAPTER_DIR"),
         help="directory of LoRA adapters that a request's mlx-lm `adapters` field may name; "
@@ -124,19 +122,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_audio_flags(p: argparse.ArgumentParser) -> None:
-    """The audio-only server: a Whisper checkpoint and its single-worker queue."""
+    """The audio-only server: a Whisper or Kokoro checkpoint and its single-worker queue."""
     add = p.add_argument
     add("--audio-model", default=_env("MLXCEL_AUDIO_MODEL"),
-        help="Whisper checkpoint (mlx-whisper directory or hub id): start an audio-only server "
-        "for /v1/audio/transcriptions and /v1/audio/translations, with no text model; needs "
-        "the audio extra [env MLXCEL_AUDIO_MODEL]")
-    add("--audio-max-queue", type=int, default=int(_env("MLXCEL_AUDIO_MAX_QUEUE", "4") or 4),
-        help="audio requests that may wait behind the running one; beyond it 503 "
-        "[env MLXCEL_AUDIO_MAX_QUEUE]")
-    add("--audio-timeout", type=float,
-        default=float(_env("MLXCEL_AUDIO_TIMEOUT", "300") or 300),
-        help="seconds an audio request may take from admission to its answer; past it 504 "
-        "[env MLXCEL_AUDIO_TIMEOUT]")
+        help="Whisper or Kokoro checkpoint (directory or hub id; the kind is read from its "
+        "config.json): start an audio-only server, with no text model, for "
+        "/v1/audio/transcriptions and /v1/audio/translations (Whisper) or /v1/audio/speech "
+        "(Kokoro); needs the audio extra [env MLXCEL_AUDIO_MODEL]")
+    add_worker_flags(p, "audio")
+
+
+def add_worker_flags(p: argparse.ArgumentParser, kind: str) -> None:
+    """``--KIND-max-queue`` and ``--KIND-timeout``: the queue of a single-worker backend."""
+    env = f"MLXCEL_{kind.upper()}"
+    p.add_argument(f"--{kind}-max-queue", type=int,
+                   default=int(_env(f"{env}_MAX_QUEUE", "4") or 4),
+                   help=f"{kind} requests that may wait behind the running one; beyond it 503 "
+                   f"[env {env}_MAX_QUEUE]")
+    p.add_argument(f"--{kind}-timeout", type=float,
+                   default=float(_env(f"{env}_TIMEOUT", "300") or 300),
+                   help=f"seconds an {kind} request may take from admission to its answer; past "
+                   f"it 504 [env {env}_TIMEOUT]")
+
+
+def add_image_flags(p: argparse.ArgumentParser) -> None:
+    """Image generation beside the text model: a Z-Image checkpoint and its single worker."""
+    add = p.add_argument
+    add("--image-model", default=_env("MLXCEL_IMAGE_MODEL"),
+        help="Z-Image checkpoint directory (diffusers layout: transformer/, text_encoder/, vae/, "
+        "tokenizer/) for /v1/images/generations and /v1/images/edits, loaded at startup beside "
+        "the text model; needs the images extra and mflux 0.24.0 [env MLXCEL_IMAGE_MODEL]")
+    add_worker_flags(p, "image")
+
+
+def _check_image_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A missing backend or a directory that is no Z-Image checkpoint stops the server here,
+    before anything loads; what only loading can tell stops it at startup."""
+    from .images.checkpoint import ImageCheckpointError, check_layout
+    from .images.zimage import ImageBackendMissing, require_mflux
+
+    if args.image_max_queue < 0 or args.image_timeout <= 0:
+        parser.error("--image-max-queue must be >= 0 and --image-timeout > 0")
+    try:
+        check_layout(args.image_model)
+        require_mflux()
+    except (ImageCheckpointError, ImageBackendMissing) as exc:
+        parser.error(f"--image-model: {exc}")
 
 
 def _flag(name: str) -> bool:
@@ -248,17 +279,22 @@ def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
                                  args: argparse.Namespace) -> None:
     """Fail at startup rather than claim a capability this build does not have."""
     if args.image_model:
-        parser.error("--image-model: this build of mlxcel-server has no backend for it; the "
-                     "route answers 501 not_implemented")
+        _check_image_flags(parser, args)
     if args.audio_model:
         others = [flag for flag, value in (("--model", args.model),
                                            ("--embedding-model", args.embedding_model),
-                                           ("--rerank-model", args.rerank_model)) if value]
+                                           ("--rerank-model", args.rerank_model),
+                                           ("--image-model", args.image_model)) if value]
         if others:
             parser.error(f"--audio-model starts an audio-only server; it cannot also load "
                          f"{', '.join(others)}")
         if args.audio_max_queue < 0 or args.audio_timeout <= 0:
             parser.error("--audio-max-queue must be >= 0 and --audio-timeout > 0")
+        from .audio.checkpoints import checkpoint_problem
+
+        problem = checkpoint_problem(args.audio_model)
+        if problem:
+            parser.error(f"--audio-model: {problem}")
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -311,6 +347,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         audio_model=args.audio_model or None,
         audio_max_queue=args.audio_max_queue,
         audio_timeout_s=args.audio_timeout,
+        image_model=args.image_model or None,
+        image_max_queue=args.image_max_queue,
+        image_timeout_s=args.image_timeout,
     )
 
 

@@ -57,6 +57,10 @@ class ServerConfig:
     audio_model: str | None = None
     audio_max_queue: int = 4  # requests waiting behind the running one; more get 503
     audio_timeout_s: float = 300.0  # per request, from admission; past it 504
+    # --image-model: a Z-Image checkpoint served beside the text model (None: the routes 501).
+    image_model: str | None = None
+    image_max_queue: int = 4  # requests waiting behind the running one; more get 503
+    image_timeout_s: float = 300.0  # per request, from admission; past it 504
     # --adapter-dir: the only directory per-request ``adapters`` may name (None: refused).
     adapter_dir: str | None = None
     # --draft-model: the only draft model a request's ``draft_model`` may name (None: 501).

@@ -13,6 +13,7 @@ Anthropic shape on the Anthropic routes)::
     ├── NotFoundError                404     invalid_request_error (a stored object)
     ├── MethodNotAllowed             405     invalid_request_error
     ├── RequestTooLarge              413     request_too_large
+    ├── UnsupportedMediaType         415     invalid_request_error (a JSON-only route's body)
     ├── ServerError                  500     server_error
     ├── NotImplementedRoute          501     not_implemented
     ├── NotSupported                 501     not_supported_error
@@ -109,6 +110,12 @@ class RequestTooLarge(MlxcelError):
     status = 413
     type = "request_too_large"
     code = "request_too_large"
+
+
+class UnsupportedMediaType(MlxcelError):
+    status = 415
+    type = "invalid_request_error"
+    code = "unsupported_media_type"
 
 
 class ServerError(MlxcelError):

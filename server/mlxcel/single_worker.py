@@ -1,5 +1,5 @@
 """One model on a thread of its own, serving one request at a time (the audio and image
-workers).
+workers), started by its router's lifespan and kept on ``app.state`` while the app runs.
 
 Admission is decided on the event loop before any work is queued: with a request running and
 ``max_queue`` more waiting, the next one gets 503 ``server_busy`` at once. Each request has
@@ -13,11 +13,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Generic, TypeVar
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from fastapi import FastAPI, Request
 
 from .errors import ServerBusy, WorkerTimeout
+
+if TYPE_CHECKING:
+    from .config import ServerConfig
 
 M = TypeVar("M")
 T = TypeVar("T")
@@ -85,6 +91,37 @@ class SingleWorker(Generic[M]):
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def worker_lifespan(
+    attr: str, start: Callable[[ServerConfig], SingleWorker[M] | None],
+    loaded: Callable[[M], None],
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """A router lifespan for one worker: ``start(config)`` loads it at startup (None where the
+    server was not started with its model: nothing runs; a failed load raises, which stops the
+    server), ``loaded(model)`` announces it, and it is kept on ``app.state.<attr>`` (read back
+    with ``app_worker``) until shutdown closes it."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        worker = start(app.state.mlxcel.config)
+        if worker is None:
+            yield
+            return
+        loaded(worker.model)
+        setattr(app.state, attr, worker)
+        try:
+            yield
+        finally:
+            worker.close()
+
+    return lifespan
+
+
+def app_worker(request: Request, attr: str) -> SingleWorker[Any] | None:
+    """The worker ``worker_lifespan`` keeps on ``app.state.<attr>``; None without one."""
+    worker: SingleWorker[Any] | None = getattr(request.app.state, attr, None)
+    return worker
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

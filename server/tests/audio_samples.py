@@ -1,11 +1,14 @@
-"""WAV files for the audio tests, made in memory with the standard library."""
+"""WAV files for the audio tests, made in memory (the suite's ``wav_file``), and the error
+body check the audio route tests share."""
 
 from __future__ import annotations
 
-import io
-import wave
+from typing import Any
 
+import httpx
 import numpy as np
+
+from mlxcel_conformance.checks.audio import wav_file
 
 RATE = 16_000
 
@@ -22,13 +25,7 @@ def wav_bytes(samples: np.ndarray, rate: int = RATE, width: int = 2, channels: i
         raw = b"".join(int(v).to_bytes(3, "little", signed=True) for v in ints)
     else:
         raw = np.round(data * (2**31 - 1)).astype("<i4").tobytes()
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(channels)
-        out.setsampwidth(width)
-        out.setframerate(rate)
-        out.writeframes(raw)
-    return buffer.getvalue()
+    return wav_file(raw, rate, channels=channels, width=width)
 
 
 def tone(seconds: float = 1.0, hz: float = 440.0, rate: int = RATE) -> np.ndarray:
@@ -39,3 +36,11 @@ def tone(seconds: float = 1.0, hz: float = 440.0, rate: int = RATE) -> np.ndarra
 def noise(seconds: float = 1.0, seed: int = 0, rate: int = RATE) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return np.clip(0.2 * rng.standard_normal(int(seconds * rate)), -1, 1).astype(np.float32)
+
+
+def error_of(response: httpx.Response, status: int) -> dict[str, Any]:
+    """The OpenAI-shaped ``error`` of a response that must have ``status``."""
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    return error

@@ -1,4 +1,5 @@
-"""Shared fixtures for the server's unit tests: the committed tiny model and its tokenizer."""
+"""Shared fixtures for the server's unit tests: the committed tiny model and its tokenizer, and
+the generated Kokoro checkpoint."""
 
 from __future__ import annotations
 
@@ -22,3 +23,13 @@ def tokenizer() -> Any:
     from mlx_lm.tokenizer_utils import load
 
     return load(FIXTURE_MODEL)
+
+
+@pytest.fixture(scope="session")
+def kokoro_checkpoint() -> Path:
+    """The tiny random Kokoro checkpoint, built into the fixture cache on first use (too big to
+    commit: ``fixtures/build_kokoro_fixture.py``)."""
+    pytest.importorskip("misaki")
+    from fixtures.build_kokoro_fixture import ensure_fixture
+
+    return ensure_fixture()

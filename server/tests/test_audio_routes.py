@@ -23,7 +23,7 @@ pytest.importorskip("mlx_whisper")
 from mlxcel.app import create_app  # noqa: E402
 from mlxcel.config import ServerConfig  # noqa: E402
 
-from .audio_samples import noise, tone, wav_bytes  # noqa: E402
+from .audio_samples import error_of, noise, tone, wav_bytes  # noqa: E402
 
 WHISPER = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "whisper-tiny-random")
 TONE = wav_bytes(tone())
@@ -47,13 +47,6 @@ def post(client: TestClient, path: str = "/v1/audio/transcriptions", audio: byte
          **fields: str) -> httpx.Response:
     return client.post(path, files={"file": ("clip.wav", audio, "audio/wav")},
                        data={"model": "whisper-1", **ONCE, **fields})
-
-
-def error_of(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    return error
 
 
 def test_json_is_deterministic_and_depends_on_the_audio(client: TestClient) -> None:

@@ -7,13 +7,6 @@ import pytest
 from mlxcel.cli import build_parser, config_from_args, main
 
 
-def test_unavailable_backend_flag_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["--image-model", "/nonexistent"])
-    assert exc.value.code == 2
-    assert "no backend" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("other", ["--model", "--embedding-model", "--rerank-model"])
 def test_audio_model_starts_an_audio_only_server(other: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,6 +21,7 @@ from mlxcel.errors import (
     RouteNotFound,
     ServerBusy,
     ServerError,
+    UnsupportedMediaType,
     WorkerTimeout,
 )
 
@@ -36,6 +37,8 @@ TREE: list[tuple[type[MlxcelError], type[Exception], int, str, str | None]] = [
     (NotFoundError, MlxcelError, 404, "invalid_request_error", "not_found"),
     (MethodNotAllowed, MlxcelError, 405, "invalid_request_error", "method_not_allowed"),
     (RequestTooLarge, MlxcelError, 413, "request_too_large", "request_too_large"),
+    (UnsupportedMediaType, MlxcelError, 415, "invalid_request_error",
+     "unsupported_media_type"),
     (ServerError, MlxcelError, 500, "server_error", None),
     (NotImplementedRoute, MlxcelError, 501, "not_implemented", None),
     (NotSupported, MlxcelError, 501, "not_supported_error", None),

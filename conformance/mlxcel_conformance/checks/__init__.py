@@ -3,7 +3,8 @@
 One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completions`,
 `openai_common` (usage, logprobs), `chat_semantics` (tools, reasoning, structured output),
 `errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
-`engine_checks`, `concurrency` (many streams at once), `vision` (image input), `speculative`.
+`engine_checks`, `concurrency` (many streams at once), `vision` (image input), `speculative`,
+`speech` (text-to-speech audio), `images` (image generation).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ CHECK_MODULES = (
     "mlx_lm_fields",
     "vision",
     "speculative",
+    "speech",
+    "images",
 )
 
 for _module in CHECK_MODULES:

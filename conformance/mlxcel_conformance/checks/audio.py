@@ -22,10 +22,15 @@ def wav_clip(seconds: float = 1.0, hz: float = 440.0, rate: int = 16_000) -> byt
     frames = b"".join(
         struct.pack("<h", round(9830 * math.sin(2 * math.pi * hz * n / rate)))
         for n in range(int(seconds * rate)))
+    return wav_file(frames, rate)
+
+
+def wav_file(frames: bytes, rate: int, *, channels: int = 1, width: int = 2) -> bytes:
+    """``frames`` (interleaved little-endian PCM, ``width`` bytes a sample) as a WAV file."""
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
+        out.setnchannels(channels)
+        out.setsampwidth(width)
         out.setframerate(rate)
         out.writeframes(frames)
     return buffer.getvalue()

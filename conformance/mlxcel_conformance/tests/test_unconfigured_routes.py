@@ -11,6 +11,8 @@ from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.errors import Severity
 from mlxcel_conformance.flows import check_schema, response_of
 from mlxcel_conformance.tests.test_audio import serves_audio
+from mlxcel_conformance.tests.test_audio_speech import serves_speech
+from mlxcel_conformance.tests.test_images import serves_images
 
 ROUTES = [
     *[("audio", "POST", f"{prefix}/audio/{route}", "--audio-model")
@@ -43,6 +45,10 @@ def test_route_without_its_model_is_501(client: SuiteClient, family: str, method
                                         path: str, enabler: str) -> None:
     if path.endswith(("/transcriptions", "/translations")) and serves_audio(client):
         pytest.skip("UNSUPPORTED: the server has an audio model (see test_audio)")
+    if path.endswith("/speech") and serves_speech(client):
+        pytest.skip("UNSUPPORTED: the server has a speech model (see test_audio_speech)")
+    if family == "images" and serves_images(client):
+        pytest.skip("UNSUPPORTED: the server has an image model (see test_images)")
     if method == "GET":
         response = client.get(path)
     else:

@@ -1,29 +1,33 @@
 """The OpenAI Audio routes (``/v1/audio/*`` and their aliases without ``/v1``).
 
-Whisper runs in an audio-only server process (``--audio-model``): the router's lifespan loads
-it at startup (a failed load stops the server) and keeps the single-worker ``AudioService`` on
-``app.state.mlxcel_audio``. Such a server transcribes and translates multipart uploads of WAV
-audio up to 25 MiB; Kokoro speech has no backend in this build. A server without an audio
-model answers every audio route with 501 ``not_implemented`` naming the flag that enables it.
+Whisper and Kokoro run in an audio-only server process (``--audio-model``): the router's
+lifespan loads the checkpoint at startup (a failed load stops the server) and keeps the
+single-worker ``AudioService`` on ``app.state.mlxcel_audio``. A Whisper server transcribes and
+translates multipart uploads of WAV audio up to 25 MiB (here); a Kokoro server speaks
+(``api/speech.py``). Each answers the other kind's routes with 501 ``not_implemented`` naming
+the checkpoint they need, and a server without an audio model answers every audio route with
+501 naming the flag that enables it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator
+from typing import TypeVar
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from ..audio.service import AudioService, audio_service, start_audio_service
+from ..audio.checkpoints import KINDS, AudioModel, kind_serving
+from ..audio.service import STATE_ATTR, AudioService, audio_service, start_audio_service
 from ..audio.wav import decode_wav, duration_seconds
-from ..audio.whisper import Task
+from ..audio.whisper import Task, WhisperModel
 from ..errors import InvalidRequestError, NotImplementedRoute, RequestTooLarge
 from ..protocol.audio import parse_audio_form, render_audio
+from ..single_worker import worker_lifespan
 
 log = logging.getLogger("mlxcel.audio")
 AUDIO_FLAG = "--audio-model (or MLXCEL_AUDIO_MODEL)"
@@ -31,26 +35,16 @@ AUDIO_ROUTES = ("speech", "transcriptions", "translations")
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 # Room for the form's other fields and boundaries around a file at the limit.
 _FORM_OVERHEAD = 1024 * 1024
+M = TypeVar("M", bound=AudioModel)
 
 
-@asynccontextmanager
-async def _audio_worker(app: FastAPI) -> AsyncIterator[None]:
-    config = app.state.mlxcel.config
-    if not config.audio_model:
-        yield
-        return
-    service = start_audio_service(config.audio_model, max_queue=config.audio_max_queue,
-                                  timeout_s=config.audio_timeout_s)
-    log.info("Whisper model %s loaded (%s)", service.model.name,
-             "multilingual" if service.model.multilingual else "English-only")
-    app.state.mlxcel_audio = service
-    try:
-        yield
-    finally:
-        service.close()
+def _loaded(model: AudioModel) -> None:
+    log.info("%s model %s loaded (%s)", KINDS[model.kind].label, model.name,
+             ("multilingual" if model.multilingual else "English-only")
+             if isinstance(model, WhisperModel) else "voices: " + ", ".join(model.voices))
 
 
-router = APIRouter(lifespan=_audio_worker)
+router = APIRouter(lifespan=worker_lifespan(STATE_ATTR, start_audio_service, _loaded))
 
 
 def audio_not_configured(route: str) -> NotImplementedRoute:
@@ -61,13 +55,25 @@ def audio_not_configured(route: str) -> NotImplementedRoute:
     )
 
 
-def speech_not_served(service: AudioService) -> NotImplementedRoute:
+def route_not_served(model: AudioModel, route: str) -> NotImplementedRoute:
+    """The 501 of an audio-only server asked for a route its kind of checkpoint does not serve."""
+    loaded, needed = KINDS[model.kind], kind_serving(route)
     return NotImplementedRoute(
-        "POST /v1/audio/speech is not enabled: this audio-only server loaded the Whisper "
-        f"checkpoint {service.model.name} and serves POST /v1/audio/transcriptions and "
-        "/v1/audio/translations (and their aliases without /v1); speech needs a Kokoro "
-        f"checkpoint given to {AUDIO_FLAG}, and this build has no Kokoro backend."
+        f"POST /v1/audio/{route} is not enabled: this audio-only server loaded the "
+        f"{loaded.label} checkpoint {model.name} and serves {loaded.served} (and the aliases "
+        f"without /v1); {route} needs a {needed.label} checkpoint given to {AUDIO_FLAG}."
     )
+
+
+def served_model(request: Request, route: str, model_type: type[M]) -> tuple[AudioService, M]:
+    """The audio worker and its model, where it serves ``route``; else the 501 that says why."""
+    service = audio_service(request)
+    if service is None:
+        raise audio_not_configured(route)
+    model = service.model
+    if not isinstance(model, model_type):
+        raise route_not_served(model, route)
+    return service, model
 
 
 async def _capped_body(request: Request) -> bytes:
@@ -109,18 +115,17 @@ async def _form(request: Request) -> FormData:
 
 
 async def _transcribe(request: Request, task: Task) -> Response:
-    service = audio_service(request)
-    if service is None:
-        raise audio_not_configured("transcriptions" if task == "transcribe" else "translations")
+    route = "transcriptions" if task == "transcribe" else "translations"
+    service, whisper = served_model(request, route, WhisperModel)
     form = await _form(request)
     try:
-        audio = await parse_audio_form(form, task, multilingual=service.model.multilingual)
+        audio = await parse_audio_form(form, task, multilingual=whisper.multilingual)
     finally:
         await form.close()
     if len(audio.audio) > MAX_UPLOAD_BYTES:
         raise _too_large()
     samples = await asyncio.to_thread(decode_wav, audio.audio)
-    result = await service.run(lambda: service.model.run(
+    result = await service.run(lambda: whisper.run(
         samples, task=audio.task, language=audio.language, prompt=audio.prompt,
         temperature=audio.temperature, word_timestamps=audio.word_timestamps))
     return render_audio(audio, result, duration_seconds(samples))
@@ -136,10 +141,3 @@ async def audio_transcriptions(request: Request) -> Response:
 @router.post("/audio/translations")
 async def audio_translations(request: Request) -> Response:
     return await _transcribe(request, "translate")
-
-
-@router.post("/v1/audio/speech")
-@router.post("/audio/speech")
-async def audio_speech(request: Request) -> Response:
-    service = audio_service(request)
-    raise audio_not_configured("speech") if service is None else speech_not_served(service)

@@ -9,18 +9,25 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ..audio.service import AudioService, audio_service
+from ..images.service import ImageService, image_service
 from .state import AppState, app_state
 
 router = APIRouter()
 
 
 def audio_health_body(state: AppState, service: AudioService | None) -> tuple[int, dict[str, Any]]:
-    """The audio-only server: ready once its Whisper worker is loaded."""
+    """The audio-only server: ready once its worker has loaded the Whisper or Kokoro model."""
     if service is None:
         return 503, {"status": "loading model"}
     audio = {"queue_depth": service.queue_depth, "max_queue": service.max_queue,
              "timeout_s": service.timeout_s}
     return 200, {"status": "ok", "model": state.model_name, "audio": audio}
+
+
+def image_health(service: ImageService) -> dict[str, Any]:
+    """The image worker that runs beside the text model (``--image-model``)."""
+    return {"model": service.model.name, "queue_depth": service.queue_depth,
+            "max_queue": service.max_queue, "timeout_s": service.timeout_s}
 
 
 def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
@@ -59,4 +66,7 @@ async def health(request: Request) -> JSONResponse:
         status, body = audio_health_body(state, audio_service(request))
     else:
         status, body = health_body(state)
+        images = image_service(request)
+        if images is not None:
+            body["images"] = image_health(images)
     return JSONResponse(body, status_code=status)

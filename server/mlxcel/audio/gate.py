@@ -10,6 +10,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..api.handlers import error_response
 from ..errors import NotImplementedRoute
+from .checkpoints import KINDS, AudioKind
 
 SERVED_PATHS = frozenset({
     "/v1/audio/transcriptions", "/audio/transcriptions",
@@ -23,12 +24,13 @@ SERVED_PATHS = frozenset({
 ENABLERS = {"/v1/realtime": " GET /v1/realtime needs a Nemotron VoiceChat checkpoint."}
 
 
-def audio_only_message(method: str, path: str, model_name: str) -> str:
+def audio_only_message(method: str, path: str, model_name: str, kind: AudioKind | None) -> str:
+    label, served = (kind.label, kind.served) if kind else ("audio", "the audio routes")
     return (
-        f"{method} {path} is not served: this is an audio-only server that loaded the Whisper "
-        f"checkpoint {model_name}. It serves POST /v1/audio/transcriptions and "
-        "POST /v1/audio/translations (and their aliases without /v1), GET /v1/models and "
-        "GET /health; start mlxcel-server without --audio-model for the text routes."
+        f"{method} {path} is not served: this is an audio-only server that loaded the {label} "
+        f"checkpoint {model_name}. It serves {served} (and the aliases without /v1), "
+        "GET /v1/models and GET /health; start mlxcel-server without --audio-model for the "
+        "text routes."
         + ENABLERS.get(path, "")
     )
 
@@ -43,8 +45,15 @@ class AudioOnlyGate:
         if scope["type"] != "http" or path in SERVED_PATHS or not self._is_route(scope):
             await self.app(scope, receive, send)
             return
-        error = NotImplementedRoute(audio_only_message(scope["method"], path, self.model_name))
+        message = audio_only_message(scope["method"], path, self.model_name, self._kind(scope))
+        error = NotImplementedRoute(message)
         await error_response(error, path)(scope, receive, send)
+
+    @staticmethod
+    def _kind(scope: Scope) -> AudioKind | None:
+        """The loaded checkpoint's kind (the lifespan has loaded it before any request)."""
+        service = getattr(getattr(scope.get("app"), "state", None), "mlxcel_audio", None)
+        return KINDS[service.model.kind] if service is not None else None
 
     @staticmethod
     def _is_route(scope: Scope) -> bool:

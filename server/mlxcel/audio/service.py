@@ -1,24 +1,30 @@
-"""The audio worker: one Whisper model on a ``SingleWorker`` (one request at a time, 503 past
-``--audio-max-queue``, 504 past ``--audio-timeout``)."""
+"""The audio worker: one Whisper or Kokoro model on a ``SingleWorker`` (one request at a time,
+503 past ``--audio-max-queue``, 504 past ``--audio-timeout``), kept on
+``app.state.mlxcel_audio``."""
 
 from __future__ import annotations
 
 from fastapi import Request
 
-from ..single_worker import SingleWorker
-from .whisper import WhisperModel, load_whisper
+from ..config import ServerConfig
+from ..single_worker import SingleWorker, app_worker
+from .checkpoints import AudioModel, load_audio_model
 
 DEFAULT_MAX_QUEUE = 4
 DEFAULT_TIMEOUT_S = 300.0
-AudioService = SingleWorker[WhisperModel]
+AudioService = SingleWorker[AudioModel]
+STATE_ATTR = "mlxcel_audio"
 
 
-def start_audio_service(path_or_repo: str, *, max_queue: int, timeout_s: float) -> AudioService:
-    return SingleWorker.start(lambda: load_whisper(path_or_repo), kind="audio",
-                              timeout_flag="--audio-timeout", max_queue=max_queue,
-                              timeout_s=timeout_s)
+def start_audio_service(config: ServerConfig) -> AudioService | None:
+    """The worker of ``--audio-model``, its checkpoint loaded; None without the flag."""
+    path_or_repo = config.audio_model
+    if not path_or_repo:
+        return None
+    return SingleWorker.start(lambda: load_audio_model(path_or_repo), kind="audio",
+                              timeout_flag="--audio-timeout", max_queue=config.audio_max_queue,
+                              timeout_s=config.audio_timeout_s)
 
 
 def audio_service(request: Request) -> AudioService | None:
-    service: AudioService | None = getattr(request.app.state, "mlxcel_audio", None)
-    return service
+    return app_worker(request, STATE_ATTR)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import mlx.core as mx
 import numpy as np
@@ -38,6 +38,7 @@ def is_whisper_checkpoint(path: Path) -> bool:
 
 @dataclass
 class WhisperModel:
+    kind: ClassVar[str] = "whisper"
     name: str
     path: str
     model: Any  # mlx_whisper.whisper.Whisper
@@ -83,7 +84,7 @@ def _fp16() -> bool:
     return bool(mx.metal.is_available())
 
 
-def load_whisper(path_or_repo: str) -> WhisperModel:
+def load_whisper(path_or_repo: str, name: str | None = None) -> WhisperModel:
     try:
         from mlx_whisper.load_models import load_model
     except ImportError as exc:
@@ -92,9 +93,8 @@ def load_whisper(path_or_repo: str) -> WhisperModel:
     local = Path(path_or_repo)
     if local.exists() and not is_whisper_checkpoint(local):
         raise ValueError(f"{path_or_repo} is not a Whisper checkpoint (mlx-whisper's "
-                         "config.json and weights.safetensors); Kokoro speech is not served by "
-                         "this build")
+                         "config.json and weights.safetensors)")
     _sample_from_the_seeded_state()
     model = load_model(path_or_repo, dtype=mx.float16 if _fp16() else mx.float32)
-    name = local.name if local.exists() else path_or_repo
+    name = name or (local.name if local.exists() else path_or_repo)
     return WhisperModel(name=name, path=path_or_repo, model=model)

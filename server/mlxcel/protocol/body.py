@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, UnsupportedMediaType
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -16,6 +16,18 @@ M = TypeVar("M", bound=BaseModel)
 def _reject_constant(name: str) -> Any:
     # Python's json reads NaN/Infinity, which are not JSON (RFC 8259) and no client should send.
     raise ValueError(f"{name} is not a JSON value")
+
+
+def require_json_media_type(content_type: str | None, route: str, hint: str = "") -> None:
+    """415 for a JSON-only route's body declared as anything else; a body without a
+    Content-Type is read as JSON (and gets its 400 if it is not)."""
+    if content_type is None:
+        return
+    media = content_type.split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise UnsupportedMediaType(
+            f"{route} takes a JSON body (Content-Type: application/json), not "
+            f"{media or 'an empty Content-Type'}.{hint}")
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
