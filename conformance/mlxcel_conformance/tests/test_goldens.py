@@ -16,6 +16,7 @@ from mlxcel_conformance.goldens import (
 )
 from mlxcel_conformance.tests.test_audio import serves_audio
 from mlxcel_conformance.tests.test_embeddings import serves
+from mlxcel_conformance.tests.test_images import serves_images
 
 
 def _params() -> list[Any]:
@@ -35,6 +36,9 @@ def test_golden(
     if doc["case"].endswith("_unconfigured") and doc["family"] == "audio" \
             and serves_audio(client):
         pytest.skip("UNSUPPORTED: the server has an audio model (see test_audio)")
+    if doc["case"].endswith("_unconfigured") and doc["family"] == "images" \
+            and serves_images(client):
+        pytest.skip("UNSUPPORTED: the server has an image model (see test_images)")
     if doc["family"] == "embeddings":
         route = "rerank" if "rerank" in doc["request"]["path"] else "embeddings"
         if not serves(client, route):
