@@ -1,7 +1,9 @@
 """Golden transcripts: record, normalize, and replay in two modes.
 
 ``exact``: the same fixture model answers; after normalization (ids, timestamps, fingerprints,
-model names) the transcript must be identical, text and token counts included.
+model names) the transcript must be identical, text and token counts included; fractional numbers
+(logprobs, embeddings) within a relative 1e-4 (absolute 1e-5), since the last bits of a float
+depend on the BLAS and kernels the server runs on, not on what it does.
 ``shape``: any server; structure, JSON types, status codes and the order of stream event kinds
 must match, while text and counts may differ. Both modes return readable diffs. A body served
 as text (``text/plain``, subtitles) is kept as ``body_text`` and compared line by line in exact
@@ -12,6 +14,7 @@ family behind its probe (``family_goldens``), not by the general replay.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ from .golden_cases import GoldenCase
 from .golden_diff import format_case
 from .golden_uploads import multipart_request, recorded_multipart
 from .sse import parse_sse
+
+FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-4, 1e-5
 
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
             "model": "<model>", "owned_by": "<owner>",
@@ -177,7 +182,15 @@ def compare_exact(expected: Any, got: Any, path: str = "$") -> list[str]:
             )
         return [d for i, (e, g) in enumerate(zip(expected, got, strict=True))
                 for d in compare_exact(e, g, f"{path}[{i}]")]
+    if isinstance(expected, float) and isinstance(got, float) and (
+            _is_fraction(expected) or _is_fraction(got)):
+        close = math.isclose(expected, got, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL)
+        return [] if close else [f"{path}: expected {_short(expected)}, got {_short(got)}"]
     return [] if expected == got else [f"{path}: expected {_short(expected)}, got {_short(got)}"]
+
+
+def _is_fraction(value: Any) -> bool:
+    return isinstance(value, float) and not value.is_integer()
 
 
 def compare_shape(expected: Any, got: Any, path: str = "$") -> list[str]:

@@ -42,6 +42,13 @@ def test_exact_mode_sees_text_and_count_changes() -> None:
     assert any("content" in d for d in diffs) and any("completion_tokens" in d for d in diffs)
 
 
+def test_exact_mode_allows_float_noise_but_not_a_different_number() -> None:
+    logprob = {"token": "a", "logprob": -9.296924591064453, "bytes": [97]}
+    assert compare_exact(logprob, {**logprob, "logprob": -9.296923637390137}) == []
+    assert compare_exact(logprob, {**logprob, "logprob": -9.29}) != []
+    assert compare_exact({"n": 3}, {"n": 3.0000001}) != []  # whole numbers stay exact
+
+
 def test_shape_mode_tolerates_values_but_not_types_or_missing_keys() -> None:
     other = copy.deepcopy(BODY)
     other["choices"][0]["message"]["content"] = "Something else"
