@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import mlx.nn as nn
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 
+from . import cpu_kernels
+
 if TYPE_CHECKING:
     from .vision import VisionSupport
 
@@ -77,6 +79,7 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
         model, tokenizer, config = load_sharded(path_or_repo, group)
     else:
         model, tokenizer, config = load(path_or_repo, return_config=True)  # type: ignore[misc]
+    cpu_kernels.install(model)
     native = int(config.get("max_position_embeddings") or 4096)
     context = ctx_size if ctx_size > 0 else native
     return LoadedModel(
@@ -95,6 +98,7 @@ def load_draft_model(path: str, target: LoadedModel) -> LoadedModel:
     from mlx_lm import load
 
     model, tokenizer, config = load(path, return_config=True)  # type: ignore[misc]
+    cpu_kernels.install(model)
     if tokenizer.get_vocab() != target.tokenizer.get_vocab():
         raise ValueError(f"draft model {path} does not share the model's vocabulary")
     return LoadedModel(model_display_name(path), path, model, tokenizer, dict(config),

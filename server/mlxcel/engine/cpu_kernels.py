@@ -1,0 +1,137 @@
+"""Faster decode-step pieces for MLX's CPU backend: the SwiGLU activation and single-token
+attention, with ``exp`` built from arithmetic the compiler vectorizes.
+
+MLX's CPU backend evaluates transcendental functions one element at a time: ``mx.exp`` costs
+about 14 ns per element here (numpy's vectorized ``exp``, 0.5 ns), so in a decode step at batch
+32 the MLP's ``silu`` alone took about 7 of 41 ms and the attention's softmax a few more
+(``benchmarks/step_profile.py`` and the measurements in benchmarks/README.md). Here ``exp`` is
+2^n · 2^f (f in [-0.5, 0.5]) with a degree-7 polynomial for 2^f and the exponent written into
+the float's bits, compiled into one loop: its largest relative error against float64 equals
+``mx.exp``'s (about 9e-7), at about 3 ns per element.
+
+``install`` swaps these in for the loaded model's architecture module (its ``swiglu`` and
+``scaled_dot_product_attention``, as mlx-lm's model modules import them), on the CPU only: on a
+GPU MLX's own kernels are already vectorized. Results are not bit-identical to mlx-lm's (about a
+third of the activations differ in the last bit), so ``MLXCEL_CPU_KERNELS=0`` keeps mlx-lm's
+functions. Attention falls back to mlx-lm's for prompts (more than one query token), quantized
+caches, attention sinks, masks that are not boolean, and small batches (``MIN_SCORES``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx_lm.models import activations, base
+
+log = logging.getLogger("mlxcel.engine")
+
+# Below this many attention scores per layer (batch x query heads x cached positions) the few
+# extra graph nodes of the grouped form cost more than the faster exp saves (a single stream
+# decoded about 5% slower with it); measured on benchmarks/step_profile.py's bench model.
+MIN_SCORES = 16384
+# A single stream's decode step (one row of activations) keeps mlx-lm's compiled SwiGLU: in A/B
+# runs it decoded no faster with this one, and possibly a little slower.
+MIN_ACTIVATIONS = 4096
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+ENV = "MLXCEL_CPU_KERNELS"
+
+
+def _exp(x: mx.array) -> mx.array:
+    """e^x for float32 ``x`` with no transcendental call (meant to run compiled)."""
+    x = mx.clip(x * LOG2E, -126.0, 127.0)
+    n = mx.round(x)
+    t = (x - n) * LN2  # in [-ln2/2, ln2/2]: e^t by its Taylor series to degree 7
+    p = 1 + t * (1 + t * (0.5 + t * (1 / 6 + t * (1 / 24 + t * (1 / 120 + t * (
+        1 / 720 + t * (1 / 5040)))))))
+    two_n = ((n.astype(mx.int32) + 127) << 23).view(mx.float32)
+    return p * two_n
+
+
+# Compiled per input shape (``view`` has no shapeless form); the generated kernel works for any
+# contiguous size, so a new shape costs a trace of a few milliseconds, not a C++ compile.
+exp = mx.compile(_exp)
+
+
+@mx.compile
+def _swiglu(gate: mx.array, x: mx.array) -> mx.array:
+    g = gate.astype(mx.float32)  # _exp works on float32 bits; half-precision models get
+    return (g / (1 + _exp(-g))).astype(x.dtype) * x  # their own dtype back
+
+
+def swiglu(gate: mx.array, x: mx.array) -> mx.array:
+    """silu(gate) * x, as ``mlx_lm.models.activations.swiglu``; mlx-lm's own below
+    ``MIN_ACTIVATIONS`` elements, where the saving is too small to measure."""
+    if gate.size < MIN_ACTIVATIONS:
+        return activations.swiglu(gate, x)
+    return _swiglu(gate, x)
+
+
+@mx.compile
+def _softmax(scores: mx.array) -> mx.array:
+    shifted = scores - mx.max(scores, axis=-1, keepdims=True)
+    weights = mx.where(scores == -mx.inf, 0.0, _exp(shifted))  # masked out: exactly 0
+    return weights / mx.sum(weights, axis=-1, keepdims=True)
+
+
+def decode_attention(
+    queries: mx.array,
+    keys: mx.array,
+    values: mx.array,
+    cache: Any,
+    scale: float,
+    mask: Any,
+    sinks: mx.array | None = None,
+) -> mx.array:
+    """``mlx_lm.models.base.scaled_dot_product_attention`` for one query token per sequence:
+    grouped-query products, the boolean mask, and the vectorized softmax."""
+    plain = mask is None or (isinstance(mask, mx.array) and mask.dtype == mx.bool_)
+    small = queries.shape[0] * queries.shape[1] * keys.shape[2] < MIN_SCORES
+    if (queries.shape[2] != 1 or sinks is not None or hasattr(cache, "bits") or not plain
+            or small):
+        return base.scaled_dot_product_attention(queries, keys, values, cache, scale, mask, sinks)
+    batch, q_heads, _, dim = queries.shape
+    kv_heads = keys.shape[1]
+    grouped = (queries * scale).reshape(batch, kv_heads, q_heads // kv_heads, dim)
+    scores = grouped @ keys.swapaxes(-1, -2)  # (batch, kv_heads, group, length)
+    if mask is not None:
+        scores = mx.where(mask.reshape(mask.shape[0], 1, 1, mask.shape[-1]), scores,
+                          mx.array(-mx.inf, scores.dtype))
+    out = _softmax(scores.astype(mx.float32)).astype(values.dtype) @ values
+    return out.reshape(batch, q_heads, 1, dim)
+
+
+REPLACEMENTS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "swiglu": (activations.swiglu, swiglu),
+    "scaled_dot_product_attention": (base.scaled_dot_product_attention, decode_attention),
+}
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1") != "0" and mx.default_device() == mx.cpu
+
+
+def install(model: nn.Module) -> list[str]:
+    """Swap the replacements into the modules that define ``model``'s layers, where they hold
+    mlx-lm's own functions; returns what was swapped, as ``module.name``."""
+    if not enabled():
+        return []
+    names = {type(m).__module__ for _, m in model.named_modules()} | {type(model).__module__}
+    swapped = []
+    for name in sorted(names):
+        module = sys.modules.get(name)
+        if module is None or not name.startswith("mlx_lm.models."):
+            continue
+        for attr, (original, replacement) in REPLACEMENTS.items():
+            if getattr(module, attr, None) is original:
+                setattr(module, attr, replacement)
+                swapped.append(f"{name}.{attr}")
+    if swapped:
+        log.info("CPU kernels for %s (%s=0 keeps mlx-lm's)", ", ".join(swapped), ENV)
+    return swapped

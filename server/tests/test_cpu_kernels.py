@@ -1,0 +1,95 @@
+"""The CPU decode kernels (engine/cpu_kernels.py) against MLX's own functions and numpy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from mlx_lm.models import activations, base
+
+from mlxcel.engine import cpu_kernels
+
+
+def test_exp_is_as_accurate_as_mx_exp() -> None:
+    x = mx.concatenate([mx.linspace(-87.0, 88.0, 20001), mx.random.normal((20000,)) * 4])
+    reference = np.exp(np.array(x, dtype=np.float64))
+    ours = np.array(cpu_kernels.exp(x), dtype=np.float64)
+    theirs = np.array(mx.exp(x), dtype=np.float64)
+    error = np.max(np.abs(ours - reference) / reference)
+    assert error <= 1.5 * np.max(np.abs(theirs - reference) / reference) + 1e-9
+    # float32 rounds x * log2(e) to within |x| ulps, so the error grows towards the range's
+    # ends; where activations and softmax live it is about 7 ulps, as mx.exp
+    assert error < 5e-6
+    near = np.abs(np.array(x)) <= 20
+    assert np.max(np.abs(ours - reference)[near] / reference[near]) < 1.5e-6
+
+
+def test_swiglu_matches_mlx_lm() -> None:
+    gate, x = mx.random.normal((3, 5, 512)) * 6, mx.random.normal((3, 5, 512))
+    ours, theirs = np.array(cpu_kernels.swiglu(gate, x)), np.array(activations.swiglu(gate, x))
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=1e-7)
+    extreme = mx.array([-200.0, -90.0, 0.0, 90.0, 200.0] * 1000)
+    np.testing.assert_allclose(np.array(cpu_kernels.swiglu(extreme, mx.ones((5000,))))[:5],
+                               [0.0, 0.0, 0.0, 90.0, 200.0], atol=1e-6)
+    small = mx.random.normal((1, 1, 64))
+    assert mx.array_equal(cpu_kernels.swiglu(small, small), activations.swiglu(small, small))
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_half_precision_models_keep_their_dtype(dtype: mx.Dtype) -> None:
+    gate = (mx.random.normal((4, 2048)) * 4).astype(dtype)
+    x = mx.random.normal((4, 2048)).astype(dtype)
+    ours, theirs = cpu_kernels.swiglu(gate, x), activations.swiglu(gate, x)
+    assert ours.dtype == dtype
+    np.testing.assert_allclose(np.array(ours.astype(mx.float32)),
+                               np.array(theirs.astype(mx.float32)), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_decode_attention_matches_fast_sdpa(masked: bool) -> None:
+    batch, q_heads, kv_heads, length, dim = 4, 8, 2, 1037, 16  # past MIN_SCORES
+    q = mx.random.normal((batch, q_heads, 1, dim))
+    k = mx.random.normal((batch, kv_heads, length, dim))
+    v = mx.random.normal((batch, kv_heads, length, dim))
+    mask = None
+    if masked:  # left padding, as BatchKVCache masks it: row i ignores its first i positions
+        mask = (mx.arange(length)[None, :] >= mx.arange(batch)[:, None]).reshape(
+            batch, 1, 1, length)
+    ours = cpu_kernels.decode_attention(q, k, v, None, 0.25, mask)
+    theirs = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.25, mask=mask)
+    np.testing.assert_allclose(np.array(ours), np.array(theirs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("queries, length", [(3, 4096), (1, 16)], ids=["prompt", "small"])
+def test_prompts_and_small_batches_fall_back_to_mlx_lm(queries: int, length: int) -> None:
+    q, k = mx.random.normal((1, 8, queries, 8)), mx.random.normal((1, 8, length, 8))
+    mask = "causal" if queries > 1 else None
+    ours = cpu_kernels.decode_attention(q, k, k, None, 0.5, mask)
+    theirs = base.scaled_dot_product_attention(q, k, k, None, 0.5, mask)
+    assert mx.array_equal(ours, theirs)
+
+
+INSTALLED = """
+import mlx_lm, sys
+from mlx_lm.models import qwen3
+from mlxcel.engine import cpu_kernels
+model = mlx_lm.load(sys.argv[1])[0]
+print(sorted(cpu_kernels.install(model)), qwen3.swiglu is cpu_kernels.swiglu)
+"""
+
+
+@pytest.mark.parametrize("env, expected", [
+    ("1", "['mlx_lm.models.qwen3.scaled_dot_product_attention', 'mlx_lm.models.qwen3.swiglu'] "
+          "True"),
+    ("0", "[] False"),
+])
+def test_install_swaps_the_model_modules_functions(fixture_model: str, env: str,
+                                                   expected: str) -> None:
+    result = subprocess.run([sys.executable, "-c", INSTALLED, fixture_model], text=True,
+                            capture_output=True, env={**os.environ, cpu_kernels.ENV: env},
+                            check=True, timeout=120)
+    assert result.stdout.strip() == expected
