@@ -232,6 +232,11 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
         default=_env("LLAMA_ARG_ENDPOINT_SLOTS", "1") not in ("0", "false", "off"),
         help="serve /slots (default on) [env LLAMA_ARG_ENDPOINT_SLOTS]")
     add("--no-slots", dest="slots", action="store_false", help="do not serve /slots")
+    add("--no-cpu-kernels", dest="cpu_kernels", action="store_false",
+        default=_env("MLXCEL_CPU_KERNELS", "1") != "0",
+        help="on MLX's CPU backend, keep mlx-lm's SwiGLU and decode attention instead of "
+        "mlxcel's vectorized ones (bit-identical to mlx-lm, slower at large batches) "
+        "[env MLXCEL_CPU_KERNELS=0]")
 
 
 SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "prompt-lookup")
@@ -270,6 +275,7 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         draft_model=config.draft_model,
         draft_max=max(0, args.draft_max),
         prompt_lookup=args.spec_type in ("ngram-simple", "prompt-lookup"),
+        cpu_kernels=args.cpu_kernels,
     )
     # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
     return engine if sharding_group() is None else sharded_engine_config(engine)

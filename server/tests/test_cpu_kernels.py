@@ -93,3 +93,19 @@ def test_install_swaps_the_model_modules_functions(fixture_model: str, env: str,
                             capture_output=True, env={**os.environ, cpu_kernels.ENV: env},
                             check=True, timeout=120)
     assert result.stdout.strip() == expected
+
+
+@pytest.mark.parametrize("argv, env, expected", [
+    ([], None, True), (["--no-cpu-kernels"], None, False), ([], "0", False), ([], "1", True),
+])
+def test_the_flag_and_its_variable_reach_the_engine(argv: list[str], env: str | None,
+                                                    expected: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlxcel.cli import build_parser, config_from_args, engine_config
+
+    if env is not None:
+        monkeypatch.setenv(cpu_kernels.ENV, env)
+    else:
+        monkeypatch.delenv(cpu_kernels.ENV, raising=False)
+    args = build_parser().parse_args(["--model", "/m/x", *argv])
+    assert engine_config(args, config_from_args(args)).cpu_kernels is expected

@@ -12,9 +12,11 @@ the float's bits, compiled into one loop: its largest relative error against flo
 ``install`` swaps these in for the loaded model's architecture module (its ``swiglu`` and
 ``scaled_dot_product_attention``, as mlx-lm's model modules import them), on the CPU only: on a
 GPU MLX's own kernels are already vectorized. Results are not bit-identical to mlx-lm's (about a
-third of the activations differ in the last bit), so ``MLXCEL_CPU_KERNELS=0`` keeps mlx-lm's
-functions. Attention falls back to mlx-lm's for prompts (more than one query token), quantized
-caches, attention sinks, masks that are not boolean, and small batches (``MIN_SCORES``).
+third of the activations differ in the last bit), so ``--no-cpu-kernels`` (or
+``MLXCEL_CPU_KERNELS=0``, which ``install`` also honours) keeps mlx-lm's functions. Attention
+falls back to mlx-lm's for prompts (more than one query token), quantized caches, attention
+sinks, masks that are not boolean, and small batches (``MIN_SCORES``); SwiGLU for fewer than
+``MIN_ACTIVATIONS`` elements.
 """
 
 from __future__ import annotations

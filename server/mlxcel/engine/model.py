@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import mlx.nn as nn
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 
-from . import cpu_kernels
+from . import cpu_kernels as kernels
 
 if TYPE_CHECKING:
     from .vision import VisionSupport
@@ -68,8 +68,9 @@ def model_display_name(path_or_repo: str) -> str:
     return path.name if path.exists() else path_or_repo
 
 
-def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
-    """Load with ``mlx_lm.load``; ``ctx_size`` 0 means the model's own maximum."""
+def load_model(path_or_repo: str, *, ctx_size: int = 0, cpu_kernels: bool = True) -> LoadedModel:
+    """Load with ``mlx_lm.load``; ``ctx_size`` 0 means the model's own maximum; ``cpu_kernels``
+    swaps in engine/cpu_kernels.py's functions on the CPU."""
     from mlx_lm import load
 
     from .distributed import load_sharded, sharding_group
@@ -79,7 +80,8 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
         model, tokenizer, config = load_sharded(path_or_repo, group)
     else:
         model, tokenizer, config = load(path_or_repo, return_config=True)  # type: ignore[misc]
-    cpu_kernels.install(model)
+    if cpu_kernels:
+        kernels.install(model)
     native = int(config.get("max_position_embeddings") or 4096)
     context = ctx_size if ctx_size > 0 else native
     return LoadedModel(
@@ -92,13 +94,14 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
     )
 
 
-def load_draft_model(path: str, target: LoadedModel) -> LoadedModel:
+def load_draft_model(path: str, target: LoadedModel, *, cpu_kernels: bool = True) -> LoadedModel:
     """A speculative-decoding draft model; it must share the target's vocabulary (same ids
     for the same tokens), or its drafts would be meaningless."""
     from mlx_lm import load
 
     model, tokenizer, config = load(path, return_config=True)  # type: ignore[misc]
-    cpu_kernels.install(model)
+    if cpu_kernels:
+        kernels.install(model)
     if tokenizer.get_vocab() != target.tokenizer.get_vocab():
         raise ValueError(f"draft model {path} does not share the model's vocabulary")
     return LoadedModel(model_display_name(path), path, model, tokenizer, dict(config),

@@ -78,6 +78,8 @@ class EngineConfig:
     prompt_lookup: bool = False
     # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
     solo_only: bool = False
+    # On the CPU, mlxcel's vectorized SwiGLU and decode attention (engine/cpu_kernels.py).
+    cpu_kernels: bool = True
 
     def __post_init__(self) -> None:
         if self.solo_only and self.parallel != 1:
@@ -211,9 +213,11 @@ class Engine:
                 self.model = load_vision_model(self.config.model, ctx_size=self.config.
                                                slot_ctx_size, policy=self.config.media)
             else:
-                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
+                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size,
+                                        cpu_kernels=self.config.cpu_kernels)
                 if self.config.draft_model:
-                    self.draft = load_draft_model(self.config.draft_model, self.model)
+                    self.draft = load_draft_model(self.config.draft_model, self.model,
+                                                  cpu_kernels=self.config.cpu_kernels)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
