@@ -7,16 +7,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import mlx.core as mx
 import pytest
-from _conformance_run import MODELS, assert_no_failure, assert_verdicts, serve, suite_verdicts
+from _conformance_run import (
+    GOLDENS_MODE,
+    MODELS,
+    assert_no_failure,
+    assert_verdicts,
+    serve,
+    suite_verdicts,
+)
 
 pytest.importorskip("mlx_whisper")
 
 WHISPER = MODELS / "whisper-tiny-random"
-# The goldens were recorded on the CPU in float32; these fixtures are untrained, so Metal's
-# float16 and kernels can flip their near-ties: exact replay on the CPU, shape on Metal.
-GOLDENS_MODE = "shape" if mx.metal.is_available() else "exact"
 FEATURES = {"audio.transcriptions.json", "audio.transcriptions.verbose_json",
             "audio.transcriptions.text", "audio.translations.verbose_json",
             "audio.errors.missing_file", "audio.errors.bad_audio",

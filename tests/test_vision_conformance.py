@@ -10,13 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import mlx.core as mx
+from _conformance_run import GOLDENS_MODE
 
 ROOT = Path(__file__).resolve().parents[1]
 VLM = ROOT / "fixtures" / "models" / "qwen2-vl-tiny"
-# The goldens were recorded on the CPU in float32; these fixtures are untrained, so Metal's
-# float16 and kernels can flip their near-ties: exact replay on the CPU, shape on Metal.
-GOLDENS_MODE = "shape" if mx.metal.is_available() else "exact"
 
 
 def test_vision_family_passes_on_the_vlm_fixture(tmp_path: Path) -> None:

@@ -7,8 +7,12 @@ depend on the BLAS and kernels the server runs on, not on what it does.
 ``shape``: any server; structure, JSON types, status codes and the order of stream event kinds
 must match, while text and counts may differ. Both modes return readable diffs. A body served
 as text (``text/plain``, subtitles) is kept as ``body_text`` and compared line by line in exact
-mode. Goldens recorded on a capability's own fixture (``vision``, ``audio``) are replayed by that
-family behind its probe (``family_goldens``), not by the general replay.
+mode. A binary body (speech audio: ``audio/*``, ``image/*``, ``application/octet-stream``) is
+kept as ``body_binary``, its SHA-256 digest and length, not its bytes: exact mode compares both,
+shape mode only the content type (``golden_binary``). Goldens recorded on a capability's own
+fixture (``vision``, ``audio``, ``images``) are replayed by that family behind its probe
+(``family_goldens``, which can also narrow to one fixture: Whisper's and Kokoro's goldens are
+both ``audio``), not by the general replay.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 from .checks.registry import check, fail
 from .client import SuiteClient
 from .errors import SetupError, Severity
+from .golden_binary import binary_summary, compare_binary, is_binary
 from .golden_cases import GoldenCase
 from .golden_diff import format_case
 from .golden_uploads import multipart_request, recorded_multipart
@@ -75,20 +80,24 @@ def send(client: SuiteClient, case: GoldenCase, model: str | None) -> dict[str, 
             payload.setdefault("model", model)
         kwargs = {"json": payload}
     with client.http.stream(case.method, case.path, **kwargs) as response:
-        text = response.read().decode("utf-8", errors="replace")
+        content = response.read()
         content_type = response.headers.get("content-type", "").split(";")[0]
-        transcript: dict[str, Any] = {"status": response.status_code,
-                                      "content_type": content_type}
+        status = response.status_code
+    return {"status": status, "content_type": content_type, **_body(content_type, content)}
+
+
+def _body(content_type: str, content: bytes) -> dict[str, Any]:
+    if is_binary(content_type):
+        return {"body_binary": binary_summary(content)}
+    text = content.decode("utf-8", errors="replace")
     if content_type == "text/event-stream":
-        transcript["events"] = [_event(e.event, e.data) for e in parse_sse(text).events]
-    elif _is_text(content_type):
-        transcript["body_text"] = text
-    else:
-        try:
-            transcript["body"] = normalize(json.loads(text))
-        except ValueError:
-            transcript["body_text"] = text
-    return transcript
+        return {"events": [_event(e.event, e.data) for e in parse_sse(text).events]}
+    if _is_text(content_type):
+        return {"body_text": text}
+    try:
+        return {"body": normalize(json.loads(text))}
+    except ValueError:
+        return {"body_text": text}
 
 
 def _is_text(content_type: str) -> bool:
@@ -131,27 +140,37 @@ def load_documents() -> list[tuple[Path, dict[str, Any]]]:
 
 
 # Families whose goldens, recorded on the family's own fixture, need a capability the server may
-# lack (image input, an audio model): that family's tests replay them behind its probe.
-PROBED_FAMILIES = ("vision", "audio")
+# lack (image input, an audio model, an image model): that family's tests replay them behind its
+# probe.
+PROBED_FAMILIES = ("vision", "audio", "images")
 
 
 def replayed_by_family(doc: dict[str, Any]) -> bool:
     return doc["family"] in PROBED_FAMILIES and doc.get("fixture") is not None
 
 
-def family_goldens(family: str) -> list[tuple[Path, dict[str, Any]]]:
-    """The goldens ``family`` replays behind its own probe."""
+def family_goldens(family: str, fixture: str | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """The goldens ``family`` replays behind its own probe (those of ``fixture`` only, if
+    given: one family's capabilities may come from different models)."""
     return [(path, doc) for path, doc in load_documents()
-            if doc["family"] == family and replayed_by_family(doc)]
+            if doc["family"] == family and replayed_by_family(doc)
+            and fixture in (None, doc["fixture"])]
 
 
-def family_golden_params(family: str) -> list[Any]:
+def family_golden_params(family: str, fixture: str | None = None) -> list[Any]:
     """``family_goldens`` as pytest parameters, each marked as its own feature."""
     import pytest
 
     return [pytest.param(doc, id=path.stem, marks=pytest.mark.conformance(
                 family=family, feature=doc["feature"]))
-            for path, doc in family_goldens(family)]
+            for path, doc in family_goldens(family, fixture)]
+
+
+def replay_golden(client: SuiteClient, doc: dict[str, Any], model: str | None,
+                  mode: str) -> None:
+    """Send a golden's request and check the answer against its transcript in ``mode``."""
+    got = send(client, case_from_document(doc), model)
+    check_golden(doc["response"], got, mode, f"{doc['family']}/{doc['case']}")
 
 
 def write_document(root: Path, doc: dict[str, Any]) -> Path:
@@ -237,6 +256,8 @@ def _event_kind(event: Any) -> str:
         return "other"
     if "error" in event:
         return "error"
+    if isinstance(event.get("type"), str):  # unnamed typed events (speech.audio.delta, ...)
+        return str(event["type"])
     if isinstance(event.get("stop"), bool) and "content" in event:  # llama-server native
         return "finish" if event["stop"] else "content"
     choices = event.get("choices")
@@ -271,6 +292,8 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
         firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])}
         gots = {k: e for e, k in reversed([(e, _event_kind(e)) for e in have])}
         return [d for k in firsts for d in compare_shape(firsts[k], gots.get(k), f"event:{k}")]
+    if "body_binary" in expected:
+        return compare_binary(expected["body_binary"], got, mode)
     if "body" in expected and "body" not in got:
         return [f"body: expected JSON, got text {_short(got.get('body_text', ''))}"]
     if "body_text" in expected:
@@ -308,7 +331,8 @@ def check_golden(
             case=case,
             diffs=diffs[:40],
             got_status=got.get("status"),
-            got=got.get("body", got.get("events", got.get("body_text"))),
+            got=next((got[k] for k in ("body", "events", "body_text", "body_binary")
+                      if k in got), None),
         )
 
 

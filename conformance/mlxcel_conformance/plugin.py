@@ -122,7 +122,7 @@ def golden_mode(pytestconfig: pytest.Config, target: Target) -> str:
 
 @pytest.fixture(scope="session")
 def probed_golden_mode(pytestconfig: pytest.Config) -> str:
-    """The mode of goldens recorded on a capability's own fixture (vision, audio): ``shape``
+    """The mode of goldens recorded on a capability's own fixture (vision, audio, images): ``shape``
     (any server with the capability), ``exact`` only when ``--goldens exact`` is asked for."""
     return "exact" if pytestconfig.getoption("--goldens") == "exact" else "shape"
 

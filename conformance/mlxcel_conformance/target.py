@@ -95,10 +95,12 @@ def wait_healthy(base_url: str, process: subprocess.Popen[bytes], timeout: float
 @dataclass
 class ReferenceServer:
     """``mlxcel-server`` in a subprocess on a free port; with ``audio_model`` the audio-only
-    server (a Whisper checkpoint, no text or encoder models)."""
+    server (a Whisper or Kokoro checkpoint, no text or encoder models); with ``image_model`` a
+    Z-Image checkpoint served beside the text model."""
 
     model: str | None = None
     audio_model: str | None = None
+    image_model: str | None = None
     api_key: str | None = SELF_STARTED_API_KEY
     # /metrics exists only with --metrics; the suite checks it on the reference server.
     extra_args: Sequence[str] = ("--metrics",)
@@ -121,6 +123,8 @@ class ReferenceServer:
             return cmd + ["--audio-model", self.audio_model] + list(self.extra_args)
         if self.model:
             cmd += ["--model", self.model]
+        if self.image_model:
+            cmd += ["--image-model", self.image_model]
         return cmd + (_bundled_encoder_args() if self.encoders else []) + list(self.extra_args)
 
     def start(self) -> Target:

@@ -69,3 +69,14 @@ def test_an_audio_reference_server_loads_only_the_whisper_checkpoint() -> None:
     cmd = ReferenceServer(audio_model="/w", model="/ignored").command()
     assert cmd[cmd.index("--audio-model") + 1] == "/w"
     assert not {"--model", "--embedding-model", "--rerank-model"} & set(cmd)
+
+
+def test_each_media_fixture_is_recorded_on_its_own_server() -> None:
+    """The Z-Image fixture beside the default text model; Whisper's audio-only."""
+    from mlxcel_conformance.record_goldens import _server
+
+    images = _server("zimage-tiny").command()
+    assert images[images.index("--image-model") + 1].endswith("zimage-tiny")
+    assert "--model" not in images and "--audio-model" not in images  # the default text model
+    whisper = _server("whisper-tiny-random").command()
+    assert "--audio-model" in whisper and "--image-model" not in whisper

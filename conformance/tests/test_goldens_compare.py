@@ -5,11 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mlxcel_conformance.golden_binary import binary_summary
+from mlxcel_conformance.golden_media_cases import IMAGE_CASES, SPEECH_CASES
 from mlxcel_conformance.goldens import (
     compare_exact,
     compare_shape,
     compare_transcripts,
     event_kinds,
+    family_goldens,
     load_documents,
     normalize,
 )
@@ -107,4 +110,59 @@ def test_committed_goldens_are_well_formed() -> None:
     for path, doc in documents:
         assert path.stem == doc["case"] and path.parent.name == doc["family"]
         assert {"status", "content_type"} <= set(doc["response"])
-        assert {"events", "body", "body_text"} & set(doc["response"])
+        assert {"events", "body", "body_text", "body_binary"} & set(doc["response"])
+
+
+WAV = {"status": 200, "content_type": "audio/wav", "body_binary": binary_summary(b"RIFF1234")}
+
+
+def test_binary_bodies_compare_by_digest_in_exact_mode_and_content_type_in_shape_mode() -> None:
+    other = {**WAV, "body_binary": binary_summary(b"RIFF12345")}
+    assert compare_transcripts(WAV, WAV, "exact") == []
+    assert [d.split(":")[0] for d in compare_transcripts(WAV, other, "exact")] == [
+        "body_binary.length", "body_binary.sha256"]
+    assert compare_transcripts(WAV, other, "shape") == []
+    assert compare_transcripts(WAV, {**other, "content_type": "audio/mpeg"}, "shape") == [
+        "content-type: expected audio/wav, got audio/mpeg"]
+    as_json = {"status": 200, "content_type": "audio/wav", "body": {}}
+    assert compare_transcripts(WAV, as_json, "shape") == [
+        "body_binary: expected a binary body, got JSON"]
+
+
+def test_speech_sse_events_keep_their_kinds() -> None:
+    events = [{"type": "speech.audio.delta", "audio": "AA"},
+              {"type": "speech.audio.delta", "audio": "BB"},
+              {"type": "speech.audio.done", "usage": {"total_tokens": 2}}]
+    assert event_kinds(events) == ["speech.audio.delta", "speech.audio.done"]
+
+
+def _golden(family: str, case: str) -> dict[str, Any]:
+    return next(doc for _, doc in load_documents()
+                if doc["family"] == family and doc["case"] == case)
+
+
+def test_media_goldens_are_recorded_and_replayed_by_their_family() -> None:
+    for family, cases in (("images", IMAGE_CASES), ("audio", SPEECH_CASES)):
+        fixture = cases[0].fixture
+        recorded = {doc["feature"] for _, doc in family_goldens(family, fixture)}
+        assert recorded == {case.feature for case in cases}
+
+
+def test_a_tampered_image_golden_fails_in_both_modes() -> None:
+    """A changed seed or a wrong status in a recorded golden is a diff, not a PASS."""
+    golden = _golden("images", "generations")["response"]
+    reseeded = copy.deepcopy(golden)
+    reseeded["body"]["data"][0]["seed"] += 1
+    assert compare_transcripts(golden, golden, "exact") == []
+    assert compare_transcripts(reseeded, golden, "exact") == [
+        "body.data[0].seed: expected 1235, got 1234"]
+    assert compare_transcripts({**golden, "status": 400}, golden, "shape") == [
+        "status: expected 400, got 200"]
+
+
+def test_a_tampered_speech_golden_fails_in_exact_mode() -> None:
+    golden = _golden("audio", "speech_wav")["response"]
+    tampered = {**golden, "body_binary": {**golden["body_binary"], "sha256": "0" * 64}}
+    assert compare_transcripts(tampered, golden, "exact") == [
+        f"body_binary.sha256: expected {'0' * 64}, got {golden['body_binary']['sha256']}"]
+    assert compare_transcripts(tampered, golden, "shape") == []

@@ -23,12 +23,8 @@ from mlxcel_conformance.checks.audio import (
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import check_schema, response_of
-from mlxcel_conformance.goldens import (
-    case_from_document,
-    check_golden,
-    family_golden_params,
-    send,
-)
+from mlxcel_conformance.golden_cases import AUDIO_FIXTURE
+from mlxcel_conformance.goldens import family_golden_params, replay_golden
 
 TRANSCRIBE = "/v1/audio/transcriptions"
 TRANSLATE = "/v1/audio/translations"
@@ -123,12 +119,11 @@ def test_upload_over_25_mib_is_413(client: SuiteClient) -> None:
     _error(upload(client, audio=CLIP + b"\0" * (LIMIT + 1 - len(CLIP))), 413)
 
 
-@pytest.mark.parametrize("doc", family_golden_params("audio"))
+@pytest.mark.parametrize("doc", family_golden_params("audio", AUDIO_FIXTURE))
 def test_audio_goldens(client: SuiteClient, model_name: str | None,
                        probed_golden_mode: str, doc: dict[str, Any]) -> None:
     """Transcriptions (json, verbose_json, text, srt, vtt), translations and the upload errors
     against goldens recorded on the Whisper fixture: shape mode (any Whisper server), exact
     only when ``--goldens exact`` is asked for."""
     require_audio(client)
-    got = send(client, case_from_document(doc), model_name)
-    check_golden(doc["response"], got, probed_golden_mode, f"audio/{doc['case']}")
+    replay_golden(client, doc, model_name, probed_golden_mode)

@@ -3,7 +3,9 @@
 A server that answers the route with 501 has none: these features are UNSUPPORTED there (its
 501 is checked by ``test_unconfigured_routes``). Run them against an audio-only mlxcel server
 on a Kokoro checkpoint with ``--base-url URL --families audio``. The voice is the first of
-``VOICES`` the server accepts. Inputs are a few characters: speech on a CPU is slow.
+``VOICES`` the server accepts. Inputs are a few characters: speech on a CPU is slow. The speech
+goldens (recorded on the generated Kokoro fixture in its ``af_heart`` voice) are replayed behind
+the same probe: ``shape`` mode, ``exact`` only with ``--goldens exact``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from mlxcel_conformance.flows import (
     check_sse_content_type,
     response_of,
 )
+from mlxcel_conformance.golden_media_cases import SPEECH_FIXTURE, SPEECH_VOICE
+from mlxcel_conformance.goldens import family_golden_params, replay_golden
 from mlxcel_conformance.sse import parse_sse
 
 SPEECH = "/v1/audio/speech"
@@ -114,6 +118,17 @@ def test_speech_sse(client: SuiteClient) -> None:
     check_sse_content_type(result)
     check_schema_events("POST", SPEECH, result)
     check_speech_sse(parse_sse(result.text), audio(client).content, deterministic(client))
+
+
+@pytest.mark.parametrize("doc", family_golden_params("audio", SPEECH_FIXTURE))
+def test_speech_goldens(client: SuiteClient, model_name: str | None,
+                        probed_golden_mode: str, doc: dict[str, Any]) -> None:
+    """WAV, PCM (as digests), SSE, the 400s and the 415 against goldens recorded on the Kokoro
+    fixture: shape mode (any Kokoro server), exact only when ``--goldens exact`` is asked for."""
+    if speech_voice(client) != SPEECH_VOICE:
+        pytest.skip(f"UNSUPPORTED: the speech goldens speak in {SPEECH_VOICE}, which the server "
+                    "lacks")
+    replay_golden(client, doc, model_name, probed_golden_mode)
 
 
 def _error(response: httpx.Response, status: int = 400) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 A server that answers the generation route with 501 has no image model: these features are
 UNSUPPORTED there (its 501 is checked by ``test_unconfigured_routes``). Run them against an
 mlxcel server started with ``--image-model`` (``--base-url URL --families images``). Requests
-are small (64x64, two steps), so a tiny or CPU-bound model answers them quickly.
+are small (64x64, two steps), so a tiny or CPU-bound model answers them quickly. The images
+goldens recorded on the Z-Image fixture are replayed behind the same probe: ``shape`` mode,
+``exact`` only with ``--goldens exact``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from mlxcel_conformance.checks.images import (
 from mlxcel_conformance.checks.vision import solid_png
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import check_schema, response_of
+from mlxcel_conformance.golden_media_cases import IMAGE_FIXTURE
+from mlxcel_conformance.goldens import family_golden_params, replay_golden
 
 GENERATIONS = "/v1/images/generations"
 EDITS = "/v1/images/edits"
@@ -96,6 +100,16 @@ def test_edit_shape(client: SuiteClient) -> None:
     require_images(client)
     source = "data:image/png;base64," + base64.b64encode(solid_png((200, 40, 40), SIDE)).decode()
     _images(request(client, EDITS, seed=SEED, images=[{"image_url": source}]), EDITS)
+
+
+@pytest.mark.parametrize("doc", family_golden_params("images", IMAGE_FIXTURE))
+def test_images_goldens(client: SuiteClient, model_name: str | None,
+                        probed_golden_mode: str, doc: dict[str, Any]) -> None:
+    """Generations (n=1, n=2), an edit, the documented 400s and the 415 against goldens recorded
+    on the Z-Image fixture at a fixed seed: shape mode (any image server), exact only when
+    ``--goldens exact`` is asked for."""
+    require_images(client)
+    replay_golden(client, doc, model_name, probed_golden_mode)
 
 
 @pytest.mark.conformance(family="images", feature="images.errors.response_format_url")

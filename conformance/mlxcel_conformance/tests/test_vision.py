@@ -29,12 +29,7 @@ from mlxcel_conformance.flows_typed import (
     responses_json,
     responses_payload,
 )
-from mlxcel_conformance.goldens import (
-    case_from_document,
-    check_golden,
-    family_golden_params,
-    send,
-)
+from mlxcel_conformance.goldens import family_golden_params, replay_golden
 
 CHAT_PATH = "/v1/chat/completions"
 QUESTION = "What colour is this image?"
@@ -98,8 +93,7 @@ def test_vision_goldens(client: SuiteClient, model_name: str | None, vision: Non
                         probed_golden_mode: str, doc: dict[str, Any]) -> None:
     """Image input on chat, Responses and Messages against goldens recorded on the VLM fixture:
     shape mode (any vision model), exact only when ``--goldens exact`` is asked for."""
-    got = send(client, case_from_document(doc), model_name)
-    check_golden(doc["response"], got, probed_golden_mode, f"vision/{doc['case']}")
+    replay_golden(client, doc, model_name, probed_golden_mode)
 
 
 TRAVERSALS = ("/etc/passwd", "file:///etc/passwd", "/tmp/../etc/passwd",
