@@ -45,6 +45,6 @@ def test_audio_family_passes_on_the_whisper_server(audio_server: str, tmp_path: 
     assert_verdicts(verdicts, FEATURES, "PASS")
     # The audio goldens replay (exactly, on the CPU) on the fixture they were recorded on.
     assert_verdicts(verdicts, GOLDENS, "PASS")
-    assert verdicts["audio.unconfigured_501"] == "PASS"  # speech: no Kokoro backend
+    assert verdicts["audio.unconfigured_501"] == "PASS"  # speech needs a Kokoro checkpoint
     assert verdicts["golden.audio.transcriptions_unconfigured"] == "UNSUPPORTED"
     assert_no_failure(verdicts)

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from . import spec
+from .checks.errors_checks import check_error_body_openai
 from .checks.openai_chat import (
     check_chat_chunk_object,
     check_chat_chunk_order,
@@ -156,6 +157,15 @@ def response_of(response: httpx.Response) -> tuple[int, Any]:
         return response.status_code, response.json()
     except ValueError:
         return response.status_code, response.text
+
+
+def openai_error(response: httpx.Response, path: str, status: int = 400) -> dict[str, Any]:
+    """The ``error`` object of a POST to ``path`` answered with ``status`` in OpenAI's error
+    shape, the body checked against the spec's response for that status."""
+    code, body = response_of(response)
+    error = check_error_body_openai(body, status=code, expected=status)
+    check_schema("POST", path, code, body)
+    return error
 
 
 def answer_json(client: SuiteClient, payload: dict[str, Any],

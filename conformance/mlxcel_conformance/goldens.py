@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from .checks.openai_common import is_int, is_number
 from .checks.registry import check, fail
 from .client import SuiteClient
 from .errors import SetupError, Severity
@@ -64,7 +65,7 @@ def normalize(value: Any) -> Any:
 
 def _volatile(key: str, value: Any) -> bool:
     # An integer id is an index (a transcription segment's), not a generated identifier.
-    return key in VOLATILE and value is not None and not (key == "id" and _is_int(value))
+    return key in VOLATILE and value is not None and not (key == "id" and is_int(value))
 
 
 def send(client: SuiteClient, case: GoldenCase, model: str | None) -> dict[str, Any]:
@@ -183,7 +184,7 @@ def write_document(root: Path, doc: dict[str, Any]) -> Path:
 # -- comparison ----------------------------------------------------------------------------
 
 def compare_exact(expected: Any, got: Any, path: str = "$") -> list[str]:
-    if type(expected) is not type(got) and not (_is_num(expected) and _is_num(got)):
+    if type(expected) is not type(got) and not (is_number(expected) and is_number(got)):
         return [f"{path}: expected {_short(expected)}, got {_short(got)}"]
     if isinstance(expected, dict):
         diffs = [f"{path}.{k}: missing (expected {_short(expected[k])})"
@@ -336,18 +337,10 @@ def check_golden(
         )
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
-    if _is_num(value):
+    if is_number(value):
         return "number"
     return {dict: "object", list: "array", str: "string", type(None): "null"}.get(
         type(value), type(value).__name__

@@ -20,9 +20,8 @@ from mlxcel_conformance.checks.audio import (
     check_transcription_verbose,
     wav_clip,
 )
-from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
-from mlxcel_conformance.flows import check_schema, response_of
+from mlxcel_conformance.flows import check_schema, openai_error
 from mlxcel_conformance.golden_cases import AUDIO_FIXTURE
 from mlxcel_conformance.goldens import family_golden_params, replay_golden
 
@@ -89,10 +88,7 @@ def test_translation_verbose_json(client: SuiteClient) -> None:
 
 
 def _error(response: httpx.Response, status: int, path: str = TRANSCRIBE) -> dict[str, Any]:
-    code, body = response_of(response)
-    error = check_error_body_openai(body, status=code, expected=status)
-    check_schema("POST", path, code, body)
-    return error
+    return openai_error(response, path, status)
 
 
 @pytest.mark.conformance(family="audio", feature="audio.errors.missing_file")

@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 
-from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.speech import (
     check_speech_audible,
     check_speech_depends_on_input,
@@ -27,10 +26,9 @@ from mlxcel_conformance.checks.speech import (
 )
 from mlxcel_conformance.client import SuiteClient, expect_status
 from mlxcel_conformance.flows import (
-    check_schema,
     check_schema_events,
     check_sse_content_type,
-    response_of,
+    openai_error,
 )
 from mlxcel_conformance.golden_media_cases import SPEECH_FIXTURE, SPEECH_VOICE
 from mlxcel_conformance.goldens import family_golden_params, replay_golden
@@ -132,10 +130,7 @@ def test_speech_goldens(client: SuiteClient, model_name: str | None,
 
 
 def _error(response: httpx.Response, status: int = 400) -> dict[str, Any]:
-    code, body = response_of(response)
-    error = check_error_body_openai(body, status=code, expected=status)
-    check_schema("POST", SPEECH, code, body)
-    return error
+    return openai_error(response, SPEECH, status)
 
 
 INVALID = {

@@ -125,8 +125,8 @@ def test_embeddings_bad_input_is_400(client: SuiteClient, case: str) -> None:
 
 @pytest.mark.conformance(family="embeddings", feature="embeddings.alongside_generation")
 def test_embeddings_alongside_a_generation(client: SuiteClient, model_name: str | None) -> None:
-    require(client, "embeddings")
     """An embedding request while a chat completion runs: both answer, neither breaks."""
+    require(client, "embeddings")
     results: dict[str, int] = {}
 
     def chat() -> None:

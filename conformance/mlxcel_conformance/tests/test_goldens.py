@@ -7,15 +7,9 @@ from typing import Any
 import pytest
 
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.goldens import (
-    case_from_document,
-    check_golden,
-    load_documents,
-    replayed_by_family,
-    send,
-)
+from mlxcel_conformance.goldens import load_documents, replay_golden, replayed_by_family
 from mlxcel_conformance.tests.test_audio import serves_audio
-from mlxcel_conformance.tests.test_embeddings import serves
+from mlxcel_conformance.tests.test_embeddings import require
 from mlxcel_conformance.tests.test_images import serves_images
 
 
@@ -40,8 +34,5 @@ def test_golden(
             and serves_images(client):
         pytest.skip("UNSUPPORTED: the server has an image model (see test_images)")
     if doc["family"] == "embeddings":
-        route = "rerank" if "rerank" in doc["request"]["path"] else "embeddings"
-        if not serves(client, route):
-            pytest.skip(f"UNSUPPORTED: the server has no {route} model (the route answers 501)")
-    got = send(client, case_from_document(doc), model_name)
-    check_golden(doc["response"], got, golden_mode, f"{doc['family']}/{doc['case']}")
+        require(client, "rerank" if "rerank" in doc["request"]["path"] else "embeddings")
+    replay_golden(client, doc, model_name, golden_mode)

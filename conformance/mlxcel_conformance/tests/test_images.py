@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 
-from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.images import (
     check_error_param,
     check_image_body,
@@ -25,7 +24,7 @@ from mlxcel_conformance.checks.images import (
 )
 from mlxcel_conformance.checks.vision import solid_png
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
-from mlxcel_conformance.flows import check_schema, response_of
+from mlxcel_conformance.flows import check_schema, openai_error
 from mlxcel_conformance.golden_media_cases import IMAGE_FIXTURE
 from mlxcel_conformance.goldens import family_golden_params, replay_golden
 
@@ -63,9 +62,7 @@ def _images(response: httpx.Response, path: str = GENERATIONS, n: int = 1,
 
 def _error(response: httpx.Response, status: int = 400, path: str = GENERATIONS,
            param: str | None = None) -> dict[str, Any]:
-    code, body = response_of(response)
-    error = check_error_body_openai(body, status=code, expected=status)
-    check_schema("POST", path, code, body)
+    error = openai_error(response, path, status)
     if param is not None:
         check_error_param(error, param)
     return error

@@ -103,8 +103,7 @@ def decode_attention(
     grouped = (queries * scale).reshape(batch, kv_heads, q_heads // kv_heads, dim)
     scores = grouped @ keys.swapaxes(-1, -2)  # (batch, kv_heads, group, length)
     if mask is not None:
-        scores = mx.where(mask.reshape(mask.shape[0], 1, 1, mask.shape[-1]), scores,
-                          mx.array(-mx.inf, scores.dtype))
+        scores = mx.where(mask.reshape(mask.shape[0], 1, 1, mask.shape[-1]), scores, -mx.inf)
     out = _softmax(scores.astype(mx.float32)).astype(values.dtype) @ values
     return out.reshape(batch, q_heads, 1, dim)
 

@@ -41,15 +41,14 @@ class SoloRun:
         max_tokens: int,
         prefill_step_size: int,
         rewind: Callable[[], None] | None = None,
-        movable: bool = False,
     ) -> None:
         self.cache = cache
         self.tokens = list(context) + list(prompt)  # what the cache will hold, in order
         self.context_len = len(context)
         self.sampler = sampler
         # Whether the sequence may move into the batch: no processors (they saw the step that
-        # the move drops) and a sampler that is stateless or can undo its last draw (rewind).
-        self.movable = movable and not processors
+        # the move drops) and a ``rewind`` that undoes the sampler's last draw (None: it stays).
+        self.movable = rewind is not None and not processors
         self._rewind = rewind
         self.max_tokens = max_tokens
         self.count = 0

@@ -90,6 +90,10 @@ class EngineConfig:
         return self.ctx_size // max(self.parallel, 1) if self.ctx_size > 0 else 0
 
 
+def _draws_nothing() -> None:
+    """The rewind of a sampler without state (argmax)."""
+
+
 class Engine:
     """Owns the model, the slots and the generation thread."""
 
@@ -292,7 +296,10 @@ class Engine:
             cached_tokens=cached,
         )
         sampler = build_sampler(request.sampling, model.vocab_size)
-        rewind = sampler.rewind if isinstance(sampler, RequestSampler) else None
+        # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
+        # batch: argmax draws nothing; other samplers without a rewind cannot move.
+        rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
+                  else _draws_nothing if sampler is greedy_sampler else None)
         if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
             sampler = seq.guard.sampler(sampler)
         builtin = build_logits_processors(request.sampling)
@@ -323,8 +330,7 @@ class Engine:
                 seq.solo = SoloRun(
                     weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
                     sampler, processors, max_tokens, self.config.prefill_step_size,
-                    rewind=rewind, movable=not self.config.solo_only and request.adapter is None
-                    and (rewind is not None or sampler is greedy_sampler),
+                    rewind=None if self.config.solo_only or request.adapter is not None else rewind,
                 )
             self._solo = seq
         else:
