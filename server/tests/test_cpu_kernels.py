@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import mlx.core as mx
+import mlx.nn as nn
 import numpy as np
 import pytest
 from mlx_lm.models import activations, base
@@ -73,19 +74,108 @@ def test_prompts_and_small_batches_fall_back_to_mlx_lm(queries: int, length: int
     assert mx.array_equal(ours, theirs)
 
 
+def _norm(dims: int, eps: float) -> nn.RMSNorm:
+    norm = nn.RMSNorm(dims, eps=eps)
+    norm.weight = mx.random.normal((dims,))
+    return norm
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 512), (8, 1, 512), (8, 1, 4, 64)])
+def test_decode_rms_norm_matches_fast_rms_norm(shape: tuple[int, ...]) -> None:
+    norm = _norm(shape[-1], 1e-6)
+    x = mx.random.normal(shape) * 3
+    theirs = norm(x)
+    norm.__class__ = cpu_kernels.DecodeRMSNorm
+    np.testing.assert_allclose(np.array(norm(x)), np.array(theirs), rtol=1e-6, atol=1e-6)
+    assert list(norm.parameters()) == ["weight"]
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_decode_rms_norm_keeps_half_precision(dtype: mx.Dtype) -> None:
+    norm = _norm(256, 1e-5)
+    norm.update({"weight": norm.weight.astype(dtype)})
+    x = (mx.random.normal((4, 1, 256)) * 100).astype(dtype)  # squares overflow float16
+    theirs = norm(x)
+    norm.__class__ = cpu_kernels.DecodeRMSNorm
+    ours = norm(x)
+    assert ours.dtype == dtype
+    np.testing.assert_allclose(np.array(ours.astype(mx.float32)),
+                               np.array(theirs.astype(mx.float32)), rtol=2e-2, atol=2e-2)
+
+
+def test_decode_rms_norm_leaves_prompts_to_fast_rms_norm() -> None:
+    norm = _norm(64, 1e-6)
+    x = mx.random.normal((1, 7, 64))
+    theirs = norm(x)
+    norm.__class__ = cpu_kernels.DecodeRMSNorm
+    assert mx.array_equal(norm(x), theirs)
+
+
+def _rope_truth(x: np.ndarray, positions: np.ndarray, base: float, traditional: bool,
+                scale: float) -> np.ndarray:
+    """Rotary embedding in float64; ``positions`` per sequence (the first axis)."""
+    dims = x.shape[-1]
+    inv = base ** (-np.arange(dims // 2) * 2.0 / dims)
+    angles = (positions * scale)[:, None, None, None] * inv  # (batch, 1, 1, half)
+    cos, sin = np.cos(angles), np.sin(angles)
+    if traditional:
+        a, b = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2], out[..., 1::2] = a * cos - b * sin, a * sin + b * cos
+        return out
+    a, b = x[..., : dims // 2], x[..., dims // 2:]
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+
+
+@pytest.mark.parametrize("traditional", [False, True], ids=["halves", "traditional"])
+@pytest.mark.parametrize("offset", [0, 37, 30000, "array"])
+def test_decode_rope_matches_fast_rope(traditional: bool, offset: object) -> None:
+    rope = nn.RoPE(64, traditional=traditional, base=1e6, scale=0.5)
+    x = mx.random.normal((4, 8, 1, 64))
+    positions = mx.array([3, 90, 1000, 4000]) if offset == "array" else offset
+    theirs = rope(x, offset=positions)
+    rope.__class__ = cpu_kernels.DecodeRoPE
+    ours = rope(x, offset=positions)
+    assert ours.shape == x.shape and ours.dtype == x.dtype
+    where = np.array(positions) if offset == "array" else np.full(4, float(offset))  # type: ignore[arg-type]
+    truth = _rope_truth(np.array(x, dtype=np.float64), where, 1e6, traditional, 0.5)
+    # float32 angles drift with the position: never further from the truth than fast.rope
+    error_fast = np.max(np.abs(np.array(theirs) - truth))
+    assert np.max(np.abs(np.array(ours) - truth)) <= max(error_fast, 2e-6)
+    np.testing.assert_allclose(np.array(ours), np.array(theirs), atol=3e-6 + error_fast)
+    assert rope.parameters() == {}
+    # the keys' call with the same offset object reuses the tables and gives the same result
+    assert mx.array_equal(rope(x, offset=positions), ours)
+
+
+def test_decode_rope_leaves_prompts_and_partial_rotations_to_fast_rope() -> None:
+    prompt = mx.random.normal((1, 8, 5, 64))
+    rope = nn.RoPE(64)
+    theirs = rope(prompt, offset=3)
+    rope.__class__ = cpu_kernels.DecodeRoPE
+    assert mx.array_equal(rope(prompt, offset=3), theirs)
+    partial = nn.RoPE(32)
+    step = mx.random.normal((2, 8, 1, 64))
+    theirs = partial(step, offset=9)
+    partial.__class__ = cpu_kernels.DecodeRoPE
+    assert mx.array_equal(partial(step, offset=9), theirs)
+
+
 INSTALLED = """
 import mlx_lm, sys
 from mlx_lm.models import qwen3
 from mlxcel.engine import cpu_kernels
 model = mlx_lm.load(sys.argv[1])[0]
-print(sorted(cpu_kernels.install(model)), qwen3.swiglu is cpu_kernels.swiglu)
+print(sorted(cpu_kernels.install(model)), qwen3.swiglu is cpu_kernels.swiglu,
+      type(model.layers[0].self_attn.rope).__name__)
 """
 
 
 @pytest.mark.parametrize("env, expected", [
-    ("1", "['mlx_lm.models.qwen3.scaled_dot_product_attention', 'mlx_lm.models.qwen3.swiglu'] "
-          "True"),
-    ("0", "[] False"),
+    ("1", "['DecodeRMSNorm x9', 'DecodeRoPE x2', "
+          "'mlx_lm.models.qwen3.scaled_dot_product_attention', 'mlx_lm.models.qwen3.swiglu'] "
+          "True DecodeRoPE"),
+    ("0", "[] False RoPE"),
 ])
 def test_install_swaps_the_model_modules_functions(fixture_model: str, env: str,
                                                    expected: str) -> None:
