@@ -17,14 +17,15 @@ def test_events_emitted_before_the_loop_drains_arrive_as_one_batch_in_order() ->
     async def run() -> list[list[EngineEvent]]:
         handle = RequestHandle(_request(), asyncio.get_running_loop())
         calls = 0
-        real = handle._loop.call_soon_threadsafe
+        loop = asyncio.get_running_loop()
+        real = loop.call_soon_threadsafe
 
         def counting(*args: object) -> object:
             nonlocal calls
             calls += 1
             return real(*args)  # type: ignore[arg-type]
 
-        handle._loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
 
         def engine() -> None:
             for i in range(50):
@@ -64,3 +65,49 @@ def test_events_interleaved_with_the_consumer_all_arrive_once() -> None:
     assert [e.text for e in events[:-1]] == [str(i) for i in range(500)]  # type: ignore[union-attr]
     assert isinstance(events[-1], Finished)
     assert sum(isinstance(e, Finished) for e in events) == 1
+
+
+def test_one_step_for_many_requests_wakes_the_loop_once() -> None:
+    async def run() -> tuple[int, list[list[EngineEvent]]]:
+        loop = asyncio.get_running_loop()
+        handles = [RequestHandle(_request(), loop) for _ in range(8)]
+        calls = 0
+        real = loop.call_soon_threadsafe
+
+        def counting(*args: object) -> object:
+            nonlocal calls
+            calls += 1
+            return real(*args)  # type: ignore[arg-type]
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+
+        def engine() -> None:  # one batched step: a token for each, then each one's end
+            for i, handle in enumerate(handles):
+                handle.emit(TokenDelta(str(i), (i,)))
+            for handle in handles:
+                handle.emit(Finished("length", 2, 1))
+
+        thread = threading.Thread(target=engine)
+        thread.start()
+        thread.join()
+        received = []
+        for handle in handles:
+            received.append([event async for event in handle.events()])
+        return calls, received
+
+    calls, received = asyncio.run(run())
+    assert calls == 1, "one wake-up for every request the step served"
+    for i, events in enumerate(received):
+        assert [e.text for e in events if isinstance(e, TokenDelta)] == [str(i)]
+        assert isinstance(events[-1], Finished)
+
+
+def test_a_closed_loop_cancels_the_request_instead_of_raising() -> None:
+    loop = asyncio.new_event_loop()
+    handle = RequestHandle(_request(), loop)
+    loop.close()
+    handle.emit(TokenDelta("x", (1,)))
+    assert handle.cancelled
+    other = RequestHandle(_request(), asyncio.new_event_loop())
+    other.emit(TokenDelta("y", (2,)))  # another loop's waker is unaffected
+    assert not other.cancelled

@@ -4,15 +4,62 @@ Events are appended to a buffer on the engine thread; the event loop is woken on
 wake-up is already pending, and the consumer takes everything buffered at once. A consumer
 that falls behind therefore costs one wake-up (and, for a stream, one socket write) per batch
 of tokens instead of one per token, and the engine thread never waits on the loop.
+
+The wake-ups themselves are shared: every handle of one event loop goes through that loop's
+``LoopWaker``, so the tokens a batched step hands to many requests cost one
+``call_soon_threadsafe`` (a write to the loop's self-pipe) rather than one per request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import AsyncIterator
 
 from .request import EngineEvent, Finished, GenerationRequest
+
+
+class LoopWaker:
+    """Wakes the handles of one event loop that have new events, with one call into the loop
+    for all of those that asked since its last run."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._pending: list[RequestHandle] = []
+
+    def request(self, handle: RequestHandle) -> None:
+        """Called from the engine thread; raises ``RuntimeError`` when the loop is closed."""
+        with self._lock:
+            self._pending.append(handle)
+            if len(self._pending) > 1:
+                return  # a call is already on its way and will wake this handle too
+        try:
+            self._loop.call_soon_threadsafe(self._run)
+        except RuntimeError:
+            with self._lock:
+                self._pending.clear()
+            raise
+
+    def _run(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for handle in pending:
+            handle._wake()
+
+
+_wakers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopWaker] = (
+    weakref.WeakKeyDictionary())
+_wakers_lock = threading.Lock()
+
+
+def waker_for(loop: asyncio.AbstractEventLoop) -> LoopWaker:
+    with _wakers_lock:
+        waker = _wakers.get(loop)
+        if waker is None:
+            waker = _wakers[loop] = LoopWaker(loop)
+        return waker
 
 
 class RequestHandle:
@@ -20,7 +67,7 @@ class RequestHandle:
 
     def __init__(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop) -> None:
         self.request = request
-        self._loop = loop
+        self._waker = waker_for(loop)
         self._lock = threading.Lock()
         self._buffer: list[EngineEvent] = []
         self._wake_pending = False
@@ -46,7 +93,7 @@ class RequestHandle:
                 return
             self._wake_pending = True
         try:
-            self._loop.call_soon_threadsafe(self._wake)
+            self._waker.request(self)
         except RuntimeError:
             # The event loop is gone (server shutting down): nobody is listening.
             self._cancelled.set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +33,10 @@ class LoadedModel:
     def eos_token_ids(self) -> set[int]:
         return set(self.tokenizer.eos_token_ids or ())
 
-    @property
+    @cached_property
     def vocab_size(self) -> int:
+        # get_vocab() builds a dict of the whole vocabulary (tens of ms for 150k tokens), and
+        # every generation request asks
         return len(self.tokenizer.get_vocab())
 
     @property
