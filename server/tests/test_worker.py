@@ -221,3 +221,14 @@ def test_stats_count_requests(engine: Engine) -> None:
         time.sleep(0.005)
     assert engine.stats.sequences_completed == before + 1
     assert engine.stats.active_sequences == 0
+
+
+def test_what_the_model_load_left_is_out_of_the_collectors_sight(engine: Engine) -> None:
+    """Full collections must not walk the model's and the libraries' objects (a 0.4 s pause
+    with the GIL held, mid-stream, before ``settle_heap``)."""
+    import gc
+
+    assert engine.model is not None
+    assert gc.get_freeze_count() > 0
+    tracked = {id(o) for o in gc.get_objects()}
+    assert id(engine.model) not in tracked and id(engine.model.tokenizer) not in tracked
