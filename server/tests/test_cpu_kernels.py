@@ -148,6 +148,25 @@ def test_decode_rope_matches_fast_rope(traditional: bool, offset: object) -> Non
     assert mx.array_equal(rope(x, offset=positions), ours)
 
 
+def test_decode_rope_follows_offsets_that_change_in_place() -> None:
+    """A batch's offsets can be one array object whose values move (``offset += 1``): every
+    call must rotate by the values it is given, never by tables kept from an earlier call."""
+    rope, reference = nn.RoPE(64, base=1e4), nn.RoPE(64, base=1e4)
+    rope.__class__ = cpu_kernels.DecodeRoPE
+    x = mx.random.normal((3, 4, 1, 64))
+    offsets = mx.array([5, 6, 7])
+    for _ in range(3):
+        ours = rope(x, offset=offsets)
+        np.testing.assert_allclose(np.array(ours), np.array(reference(x, offset=offsets)),
+                                   atol=1e-5)
+        offsets += 1
+    position = 5
+    for _ in range(3):  # one sequence: whole-number offsets, the same tables per position
+        np.testing.assert_allclose(np.array(rope(x, offset=position)),
+                                   np.array(reference(x, offset=position)), atol=1e-5)
+        position += 1
+
+
 def test_decode_rope_leaves_prompts_and_partial_rotations_to_fast_rope() -> None:
     prompt = mx.random.normal((1, 8, 5, 64))
     rope = nn.RoPE(64)

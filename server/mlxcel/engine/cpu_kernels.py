@@ -154,22 +154,26 @@ def _rope_apply_traditional(x: mx.array, cos: mx.array, sin: mx.array) -> mx.arr
 class DecodeRoPE(nn.RoPE):
     """``nn.RoPE`` for one position per sequence, from a cosine and a sine table per call (MLX's
     CPU ``fast.rope`` computes them for every element, about 140 us for 8 heads of 64; this
-    about 40). The tables are kept for the next call with the same ``offset`` object, so a
-    layer's keys reuse its queries'. Prompts, partial rotations and other shapes keep
-    ``fast.rope``."""
+    about 40). Tables for a whole-number ``offset`` (one sequence) are kept for the next call at
+    the same position, so a layer's keys reuse its queries'; an array of offsets (a batch) gets
+    new tables on every call, since MLX arrays can change in place (``offset += 1``) and only an
+    evaluation could tell. Prompts, partial rotations and other shapes keep ``fast.rope``."""
 
     def __call__(self, x: mx.array, offset: Any = 0) -> mx.array:
         if x.ndim != 4 or x.shape[2] != 1 or x.shape[-1] != self.dims or self.dims % 2:
             return super().__call__(x, offset)
-        memo = self.__dict__.get("_mlxcel_tables")
-        if memo is None or memo[0] is not offset:
-            memo = (offset, *self._tables(offset))
-            object.__setattr__(self, "_mlxcel_tables", memo)  # not a parameter
+        if isinstance(offset, mx.array):
+            cos, sin = self._tables(offset.astype(mx.float64).reshape(-1, 1, 1, 1))
+        else:
+            memo = self.__dict__.get("_mlxcel_tables")
+            if memo is None or memo[0] != offset:
+                memo = (int(offset), *self._tables(mx.array(float(offset), dtype=mx.float64)))
+                object.__setattr__(self, "_mlxcel_tables", memo)  # not a parameter
+            cos, sin = memo[1], memo[2]
         apply = _rope_apply_traditional if self.traditional else _rope_apply
-        cos, sin = memo[1], memo[2]
         return apply(x, cos.astype(x.dtype), sin.astype(x.dtype))
 
-    def _tables(self, offset: Any) -> tuple[mx.array, mx.array]:
+    def _tables(self, positions: mx.array) -> tuple[mx.array, mx.array]:
         constants = self.__dict__.get("_mlxcel_freqs")
         if constants is None:
             half = self.dims // 2
@@ -180,10 +184,6 @@ class DecodeRoPE(nn.RoPE):
                 freqs, signs = inv + inv, [-1.0] * half + [1.0] * half
             constants = (mx.array(freqs, dtype=mx.float64), mx.array(signs, dtype=mx.float64))
             object.__setattr__(self, "_mlxcel_freqs", constants)
-        if isinstance(offset, mx.array):
-            positions = offset.astype(mx.float64).reshape(-1, 1, 1, 1)
-        else:
-            positions = mx.array(float(offset), dtype=mx.float64)
         return _rope_tables(positions * self.scale, *constants)
 
 
