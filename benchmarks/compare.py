@@ -25,7 +25,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from .fixture import TINY, build_bench_model
+from .fixture import fixture_path
 from .load import chat_body, sweep
 from .run import RESULTS, free_port, server
 
@@ -133,7 +133,7 @@ def main() -> None:
                         help="another mlxcel build to run side by side (e.g. a server/ dir)")
     parser.add_argument("--skip-peer", action="store_true", help="do not run mlx_lm.server")
     args = parser.parse_args()
-    model = str(TINY) if args.fixture == "tiny" else str(build_bench_model())
+    model = fixture_path(args.fixture)
     levels = [int(x) for x in args.levels.split(",")]
     builds: dict[str, str | None] = {"mlxcel": None}
     builds.update(spec.partition("=")[::2] for spec in args.mlxcel)  # type: ignore[misc]

@@ -24,6 +24,11 @@ def cache_dir() -> Path:
     return Path(base) / "bench-models"
 
 
+def fixture_path(name: str) -> str:
+    """The model directory for a ``--fixture`` name: ``tiny`` (committed) or ``bench`` (built)."""
+    return str(TINY) if name == "tiny" else str(build_bench_model())
+
+
 def build_bench_model(seed: int = 0) -> Path:
     """Create (once) and return the directory of the ~28M-parameter bench model."""
     import mlx.core as mx

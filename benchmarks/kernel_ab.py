@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from .fixture import TINY, build_bench_model
+from .fixture import fixture_path
 
 
 def switches(model: Any) -> list[tuple[Any, str, Any, Any]]:
@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=80)
     parser.add_argument("--prompt-len", type=int, default=64)
     args = parser.parse_args()
-    model = str(TINY) if args.fixture == "tiny" else str(build_bench_model())
+    model = fixture_path(args.fixture)
     rows = [paired(model, int(b), args.pairs, args.prompt_len) for b in args.batch.split(",")]
     print(json.dumps(rows, indent=2))
 

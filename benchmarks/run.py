@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from .fixture import TINY, build_bench_model
+from .fixture import TINY, fixture_path
 from .load import chat_body, one_request, sweep
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -213,7 +213,7 @@ def main() -> None:
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     for name in args.fixtures.split(","):
-        path = str(TINY) if name == "tiny" else str(build_bench_model())
+        path = fixture_path(name)
         results = bench_fixture(name, path, args)
         (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
         plot(results, RESULTS / f"{name}.png")

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .fixture import TINY, build_bench_model
+from .fixture import fixture_path
 
 
 def timed(fn: Callable[[], Any], repeat: int, warmup: int = 5) -> float:
@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--prompt-len", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=40)
     args = parser.parse_args()
-    model = str(TINY) if args.fixture == "tiny" else str(build_bench_model())
+    model = fixture_path(args.fixture)
     rows = [profile(model, int(b), args.prompt_len, args.repeat) for b in args.batch.split(",")]
     print(json.dumps(rows, indent=2))
 
