@@ -13,19 +13,23 @@ def _request() -> GenerationRequest:
     return GenerationRequest(prompt_tokens=(1, 2), max_tokens=4)
 
 
+def count_wakeups(loop: asyncio.AbstractEventLoop) -> list[int]:
+    """Count the loop's ``call_soon_threadsafe`` calls from now on, in the returned list."""
+    calls = [0]
+    real = loop.call_soon_threadsafe
+
+    def counting(*args: object) -> object:
+        calls[0] += 1
+        return real(*args)  # type: ignore[arg-type]
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    return calls
+
+
 def test_events_emitted_before_the_loop_drains_arrive_as_one_batch_in_order() -> None:
     async def run() -> list[list[EngineEvent]]:
         handle = RequestHandle(_request(), asyncio.get_running_loop())
-        calls = 0
-        loop = asyncio.get_running_loop()
-        real = loop.call_soon_threadsafe
-
-        def counting(*args: object) -> object:
-            nonlocal calls
-            calls += 1
-            return real(*args)  # type: ignore[arg-type]
-
-        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        calls = count_wakeups(asyncio.get_running_loop())
 
         def engine() -> None:
             for i in range(50):
@@ -36,7 +40,7 @@ def test_events_emitted_before_the_loop_drains_arrive_as_one_batch_in_order() ->
         thread.start()
         thread.join()  # everything is buffered before the loop runs again
         batches = [batch async for batch in handle.batches()]
-        assert calls == 1, "one wake-up for a whole backlog"
+        assert calls[0] == 1, "one wake-up for a whole backlog"
         return batches
 
     batches = asyncio.run(run())
@@ -71,15 +75,7 @@ def test_one_step_for_many_requests_wakes_the_loop_once() -> None:
     async def run() -> tuple[int, list[list[EngineEvent]]]:
         loop = asyncio.get_running_loop()
         handles = [RequestHandle(_request(), loop) for _ in range(8)]
-        calls = 0
-        real = loop.call_soon_threadsafe
-
-        def counting(*args: object) -> object:
-            nonlocal calls
-            calls += 1
-            return real(*args)  # type: ignore[arg-type]
-
-        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        calls = count_wakeups(loop)
 
         def engine() -> None:  # one batched step: a token for each, then each one's end
             for i, handle in enumerate(handles):
@@ -93,7 +89,7 @@ def test_one_step_for_many_requests_wakes_the_loop_once() -> None:
         received = []
         for handle in handles:
             received.append([event async for event in handle.events()])
-        return calls, received
+        return calls[0], received
 
     calls, received = asyncio.run(run())
     assert calls == 1, "one wake-up for every request the step served"

@@ -143,12 +143,12 @@ def _rotate(x: mx.array, traditional: bool) -> mx.array:
 
 @mx.compile
 def _rope_apply(x: mx.array, cos: mx.array, sin: mx.array) -> mx.array:
-    return x * cos + _rotate(x, False) * sin
+    return x * cos.astype(x.dtype) + _rotate(x, False) * sin.astype(x.dtype)
 
 
 @mx.compile
 def _rope_apply_traditional(x: mx.array, cos: mx.array, sin: mx.array) -> mx.array:
-    return x * cos + _rotate(x, True) * sin
+    return x * cos.astype(x.dtype) + _rotate(x, True) * sin.astype(x.dtype)
 
 
 class DecodeRoPE(nn.RoPE):
@@ -171,7 +171,7 @@ class DecodeRoPE(nn.RoPE):
                 object.__setattr__(self, "_mlxcel_tables", memo)  # not a parameter
             cos, sin = memo[1], memo[2]
         apply = _rope_apply_traditional if self.traditional else _rope_apply
-        return apply(x, cos.astype(x.dtype), sin.astype(x.dtype))
+        return apply(x, cos, sin)
 
     def _tables(self, positions: mx.array) -> tuple[mx.array, mx.array]:
         constants = self.__dict__.get("_mlxcel_freqs")
