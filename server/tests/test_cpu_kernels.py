@@ -74,6 +74,35 @@ def test_prompts_and_small_batches_fall_back_to_mlx_lm(queries: int, length: int
     assert mx.array_equal(ours, theirs)
 
 
+def test_context_and_prompt_lengths_do_not_compile_a_graph_each(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # MLX keeps every shape a compiled function was traced for and searches them one by one:
+    # a softmax traced per context length would pile up a graph per step of every generation.
+    traced: list[tuple[int, ...]] = []
+    exp_parts = cpu_kernels._exp_parts
+
+    def counting(x: mx.array) -> tuple[mx.array, mx.array]:
+        traced.append(tuple(x.shape))
+        return exp_parts(x)
+
+    monkeypatch.setattr(cpu_kernels, "_exp_parts", counting)
+    q = mx.random.normal((4, 8, 1, 16))
+    k, v = mx.random.normal((4, 2, 700, 16)), mx.random.normal((4, 2, 700, 16))
+    gate, x = mx.random.normal((1, 64, 512)), mx.random.normal((1, 64, 512))
+    for step in range(6):
+        length = 600 + step  # past MIN_SCORES: the decode attention's own softmax
+        ours = cpu_kernels.decode_attention(q, k[:, :, :length], v[:, :, :length], None, 0.25,
+                                            None)
+        theirs = mx.fast.scaled_dot_product_attention(q, k[:, :, :length], v[:, :, :length],
+                                                      scale=0.25)
+        np.testing.assert_allclose(np.array(ours), np.array(theirs), rtol=1e-5, atol=1e-6)
+        prompt = 40 + step  # a prompt chunk's SwiGLU
+        np.testing.assert_allclose(
+            np.array(cpu_kernels.swiglu(gate[:, :prompt], x[:, :prompt])),
+            np.array(activations.swiglu(gate[:, :prompt], x[:, :prompt])), rtol=2e-6, atol=1e-7)
+    assert len(traced) <= 2, traced  # at most one trace each, whatever the lengths
+
+
 def _norm(dims: int, eps: float) -> nn.RMSNorm:
     norm = nn.RMSNorm(dims, eps=eps)
     norm.weight = mx.random.normal((dims,))

@@ -26,6 +26,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import mlx.core as mx
@@ -46,20 +47,29 @@ LN2 = 0.6931471805599453
 ENV = "MLXCEL_CPU_KERNELS"
 
 
-def _exp(x: mx.array) -> mx.array:
-    """e^x for float32 ``x`` with no transcendental call (meant to run compiled)."""
+def _exp_parts(x: mx.array) -> tuple[mx.array, mx.array]:
+    """e^x for float32 ``x`` as a float32 mantissa ``p`` and the int32 bits of the float 2^n
+    (e^x = p * 2^n), with no transcendental call: meant to run compiled. The bits are returned
+    rather than the float because reinterpreting them (``view``) has no shapeless form."""
     x = mx.clip(x * LOG2E, -126.0, 127.0)
     n = mx.round(x)
     t = (x - n) * LN2  # in [-ln2/2, ln2/2]: e^t by its Taylor series to degree 7
     p = 1 + t * (1 + t * (0.5 + t * (1 / 6 + t * (1 / 24 + t * (1 / 120 + t * (
         1 / 720 + t * (1 / 5040)))))))
-    two_n = ((n.astype(mx.int32) + 127) << 23).view(mx.float32)
-    return p * two_n
+    return p, (n.astype(mx.int32) + 127) << 23
 
 
-# Compiled per input shape (``view`` has no shapeless form); the generated kernel works for any
-# contiguous size, so a new shape costs a trace of a few milliseconds, not a C++ compile.
+def _exp(x: mx.array) -> mx.array:
+    p, bits = _exp_parts(x)
+    return p * bits.view(mx.float32)
+
+
+# Compiled once per input shape: only where the shapes a server sees are few (one per batch
+# size). Shapes that follow the prompt or the context length go through the shapeless pieces
+# below, split around the reinterpretation: MLX keeps every traced shape of a compiled function
+# (about 40 KB each, searched one by one), and a trace costs about 0.3 ms.
 exp = mx.compile(_exp)
+shapeless = partial(mx.compile, shapeless=True)
 
 
 @mx.compile
@@ -68,19 +78,47 @@ def _swiglu(gate: mx.array, x: mx.array) -> mx.array:
     return (g / (1 + _exp(-g))).astype(x.dtype) * x  # their own dtype back
 
 
+@shapeless
+def _silu_parts(gate: mx.array) -> tuple[mx.array, mx.array]:
+    return _exp_parts(-gate.astype(mx.float32))
+
+
+@shapeless
+def _swiglu_finish(gate: mx.array, x: mx.array, p: mx.array, two_n: mx.array) -> mx.array:
+    return (gate.astype(mx.float32) / (1 + p * two_n)).astype(x.dtype) * x
+
+
+def _swiglu_any_shape(gate: mx.array, x: mx.array) -> mx.array:
+    p, bits = _silu_parts(gate)
+    return _swiglu_finish(gate, x, p, bits.view(mx.float32))
+
+
 def swiglu(gate: mx.array, x: mx.array) -> mx.array:
     """silu(gate) * x, as ``mlx_lm.models.activations.swiglu``; mlx-lm's own below
-    ``MIN_ACTIVATIONS`` elements, where the saving is too small to measure."""
+    ``MIN_ACTIVATIONS`` elements, where the saving is too small to measure. A decode step's
+    (one position per sequence) is compiled for its shape; a prompt's, of any length, is not."""
     if gate.size < MIN_ACTIVATIONS:
         return activations.swiglu(gate, x)
-    return _swiglu(gate, x)
+    if gate.ndim >= 3 and gate.shape[1] == 1:
+        return _swiglu(gate, x)
+    return _swiglu_any_shape(gate, x)
 
 
-@mx.compile
-def _softmax(scores: mx.array) -> mx.array:
-    shifted = scores - mx.max(scores, axis=-1, keepdims=True)
-    weights = mx.where(scores == -mx.inf, 0.0, _exp(shifted))  # masked out: exactly 0
+@shapeless
+def _softmax_parts(scores: mx.array) -> tuple[mx.array, mx.array]:
+    return _exp_parts(scores - mx.max(scores, axis=-1, keepdims=True))
+
+
+@shapeless
+def _softmax_finish(scores: mx.array, p: mx.array, two_n: mx.array) -> mx.array:
+    weights = mx.where(scores == -mx.inf, 0.0, p * two_n)  # masked out: exactly 0
     return weights / mx.sum(weights, axis=-1, keepdims=True)
+
+
+def _softmax(scores: mx.array) -> mx.array:
+    """Softmax over the last axis, whose length (the context) changes at every step."""
+    p, bits = _softmax_parts(scores)
+    return _softmax_finish(scores, p, bits.view(mx.float32))
 
 
 def decode_attention(
