@@ -144,3 +144,21 @@ def test_a_solo_sequence_moves_into_the_batch_without_changing_its_text(
     assert finished.completion_tokens == 40 and alone
     assert moves == 1
     assert moved == alone
+
+
+def test_a_burst_into_an_idle_engine_starts_together_in_the_batch(engine: Engine) -> None:
+    """Requests arriving a millisecond apart at an idle engine all start in the batch: none
+    begins alone on the single-sequence lane to be moved into the batch a step later."""
+    burst = [_request(engine, max_tokens=6, ignore_eos=True) for _ in range(3)]
+
+    async def scenario() -> list[tuple[str, Finished]]:
+        tasks = []
+        for request in burst:
+            tasks.append(asyncio.create_task(_run(engine, request)))
+            await asyncio.sleep(0.001)
+        return await asyncio.gather(*tasks)
+
+    moves = engine.solo_moves
+    results = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert [finished.completion_tokens for _, finished in results] == [6, 6, 6]
+    assert engine.solo_moves == moves

@@ -72,6 +72,44 @@ def test_full_queue_is_server_busy_and_cancelled_entries_leave() -> None:
         loop.close()
 
 
+def test_settle_waits_for_a_burst_to_stop_arriving() -> None:
+    """``settle`` returns once nothing has arrived for ``quiet`` seconds, keeps waiting while
+    requests keep coming, and never waits past ``cap``."""
+    import threading
+
+    loop = asyncio.new_event_loop()
+    try:
+        queue = PrefillQueue(64)
+        started = time.monotonic()
+        queue.settle(0.05, 5.0)
+        quiet = time.monotonic() - started
+        assert 0.04 <= quiet < 1.0
+
+        def trickle() -> None:  # one request every 20 ms for 0.4 s
+            for _ in range(20):
+                queue.push(_handle("normal", loop))
+                time.sleep(0.02)
+
+        pusher = threading.Thread(target=trickle)
+        started = time.monotonic()
+        pusher.start()
+        queue.settle(0.1, 5.0)
+        waited = time.monotonic() - started
+        pusher.join()
+        assert waited >= 0.4, "settle returned while requests were still arriving"
+        assert len(queue) == 20
+
+        pusher = threading.Thread(target=trickle)
+        started = time.monotonic()
+        pusher.start()
+        queue.settle(0.1, 0.15)
+        capped = time.monotonic() - started
+        pusher.join()
+        assert capped < 0.35, "settle waited past its cap"
+    finally:
+        loop.close()
+
+
 def _cache(tokens: int) -> list[KVCache]:
     cache = KVCache()
     cache.update_and_fetch(mx.zeros((1, 1, tokens, 4)), mx.zeros((1, 1, tokens, 4)))

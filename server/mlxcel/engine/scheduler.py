@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from ..errors import QueueFull
@@ -26,6 +27,7 @@ class PrefillQueue:
         self._order = itertools.count()
         self._lock = threading.Lock()
         self._nonempty = threading.Condition(self._lock)
+        self._pushes = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -37,6 +39,7 @@ class PrefillQueue:
             if len(self._heap) >= self.capacity:
                 raise QueueFull(BUSY_MESSAGE)
             heapq.heappush(self._heap, (rank, next(self._order), handle))
+            self._pushes += 1
             self._nonempty.notify()
 
     def pop(self, blocked: Callable[[RequestHandle], bool] | None = None) -> RequestHandle | None:
@@ -59,6 +62,18 @@ class PrefillQueue:
         with self._lock:
             if not self._heap:
                 self._nonempty.wait(timeout)
+
+    def settle(self, quiet: float, cap: float) -> None:
+        """Block until no request has arrived for ``quiet`` seconds, or ``cap`` seconds have
+        passed: an idle engine lets a burst of requests finish arriving, so they start
+        together in one batch rather than the first alone and the rest a step later."""
+        deadline = time.monotonic() + cap
+        with self._lock:
+            while (left := deadline - time.monotonic()) > 0:
+                seen = self._pushes
+                self._nonempty.wait(min(quiet, left))
+                if self._pushes == seen:
+                    return
 
     def wake(self) -> None:
         with self._lock:
