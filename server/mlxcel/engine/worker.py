@@ -61,7 +61,8 @@ __all__ = ["Engine", "EngineConfig", "EngineStats"]
 # An idle engine that receives a request waits until none has arrived for ARRIVAL_QUIET_S
 # (at most ARRIVAL_WINDOW_S) before starting it: the requests of a burst, which the event
 # loop parses one after another, then start together in one batch. Without it the first
-# decoded alone for a step (~30 ms with the others being parsed) while the rest waited.
+# decoded alone for a step (~30 ms with the others being parsed) while the rest waited
+# (benchmarks/README.md, "A burst starts together").
 ARRIVAL_QUIET_S = 0.005
 ARRIVAL_WINDOW_S = 0.020
 
