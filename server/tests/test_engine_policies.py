@@ -85,27 +85,27 @@ def test_settle_waits_for_a_burst_to_stop_arriving() -> None:
         quiet = time.monotonic() - started
         assert 0.04 <= quiet < 1.0
 
-        def trickle() -> None:  # one request every 20 ms for 0.4 s
-            for _ in range(20):
+        def trickle() -> None:  # one request every 20 ms for 0.6 s
+            for _ in range(30):
                 queue.push(_handle("normal", loop))
                 time.sleep(0.02)
 
         pusher = threading.Thread(target=trickle)
         started = time.monotonic()
         pusher.start()
-        queue.settle(0.1, 5.0)
+        queue.settle(0.25, 5.0)
         waited = time.monotonic() - started
         pusher.join()
-        assert waited >= 0.4, "settle returned while requests were still arriving"
-        assert len(queue) == 20
+        assert waited >= 0.6, "settle returned while requests were still arriving"
+        assert len(queue) == 30
 
         pusher = threading.Thread(target=trickle)
         started = time.monotonic()
         pusher.start()
-        queue.settle(0.1, 0.15)
+        queue.settle(0.25, 0.15)
         capped = time.monotonic() - started
         pusher.join()
-        assert capped < 0.35, "settle waited past its cap"
+        assert capped < 0.5, "settle waited past its cap"
     finally:
         loop.close()
 
