@@ -2,7 +2,8 @@
 once with continuous batching (mlx-lm's ``BatchGenerator``).
 
 Each loop iteration: drop requests whose client left, admit queued requests into free slots
-(highest X-Priority first, reusing prompt-cache prefixes), then advance the batch one step
+(highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
+finish arriving, see ``ARRIVAL_QUIET_S``), then advance the batch one step
 (one decode token for every generating sequence plus one prefill chunk for sequences still
 reading their prompt). A failure inside one request ends that request with ``Finished(error)``;
 the loop itself never stops on a request's fault.
