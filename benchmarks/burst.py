@@ -1,7 +1,8 @@
 """Bursts of simultaneous streaming requests against two or more running servers, one burst at
 a time, alternating between them: the wall time from the first request sent to the last stream
 ended, per burst, and the ratio of each server's time to the first's, pair by pair. With
-``--timeline``, every request's header, first-token and end times within its burst.
+``--timeline``, every request's header, first-token and end times (from ``load.one_request``,
+counted from its sending; a burst sends all its requests at once).
 
 Meant for a before/after build of the same server on a noisy machine: a burst is short
 (~1.5 s at 8 streams on the bench fixture), so neighbouring bursts see the same machine.
@@ -13,49 +14,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
-from dataclasses import dataclass
 
 import httpx
 
-from .load import chat_body
+from .load import RequestResult, chat_body, one_request
 
 
-@dataclass
-class Timeline:
-    headers: float
-    first_token: float | None
-    end: float
-    tokens: int
-
-
-async def _one(client: httpx.AsyncClient, started: float, max_tokens: int) -> Timeline:
-    first: float | None = None
-    tokens = 0
-    async with client.stream("POST", "/v1/chat/completions", json=chat_body(max_tokens)) as reply:
-        headers = time.perf_counter() - started
-        async for line in reply.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            choices = json.loads(line[6:]).get("choices") or []
-            delta = (choices[0].get("delta") or {}) if choices else {}
-            if delta.get("content") or delta.get("reasoning_content"):
-                tokens += 1
-                if first is None:
-                    first = time.perf_counter() - started
-    return Timeline(headers, first, time.perf_counter() - started, tokens)
-
-
-async def burst(base_url: str, streams: int, max_tokens: int) -> tuple[float, list[Timeline]]:
-    """One burst of ``streams`` requests on fresh connections: (wall seconds, timelines)."""
+async def burst(base_url: str, streams: int, max_tokens: int) -> tuple[float, list[RequestResult]]:
+    """One burst of ``streams`` requests on fresh connections: (wall seconds, each request's
+    result, by the time its stream ended)."""
     limits = httpx.Limits(max_connections=streams + 4)
     async with httpx.AsyncClient(base_url=base_url, timeout=300, limits=limits) as client:
         started = time.perf_counter()
-        timelines = await asyncio.gather(*(_one(client, started, max_tokens)
-                                           for _ in range(streams)))
-        return time.perf_counter() - started, sorted(timelines, key=lambda t: t.end)
+        results = await asyncio.gather(*(one_request(client, chat_body(max_tokens))
+                                         for _ in range(streams)))
+        wall = time.perf_counter() - started
+        return wall, sorted(results, key=lambda r: r.end if r.end is not None else wall)
 
 
 def main() -> None:
@@ -73,14 +49,18 @@ def main() -> None:
     for index in range(args.pairs):
         order = args.base_urls if index % 2 == 0 else args.base_urls[::-1]
         for url in order:
-            wall, timelines = asyncio.run(burst(url, args.streams, args.max_tokens))
+            wall, results = asyncio.run(burst(url, args.streams, args.max_tokens))
             walls[url].append(wall)
+            failed = [r.error for r in results if not r.ok]
+            if failed:
+                print(f"{url}: {len(failed)} of {len(results)} requests failed: {failed[0]}")
             if args.timeline:
                 print(f"{url} wall {wall:.3f} s")
-                for t in timelines:
-                    first = f"{t.first_token:.3f}" if t.first_token is not None else "-"
-                    print(f"  headers {t.headers:.3f}  first token {first}  end {t.end:.3f}"
-                          f"  tokens {t.tokens}")
+                for r in results:
+                    print("  " + "  ".join(f"{name} {value:.3f}" if value is not None
+                                           else f"{name} -" for name, value in
+                                           (("headers", r.headers), ("first token", r.ttft),
+                                            ("end", r.end))) + f"  tokens {r.tokens}")
     reference = walls[args.base_urls[0]]
     for url, values in walls.items():
         ratios = [value / ref for value, ref in zip(values, reference, strict=True)]

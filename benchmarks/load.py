@@ -22,6 +22,8 @@ class RequestResult:
     ttft: float | None = None
     gaps: list[float] = field(default_factory=list)
     error: str | None = None
+    headers: float | None = None  # seconds from sending to the response's headers
+    end: float | None = None  # seconds from sending to the end of the stream
 
 
 @dataclass
@@ -58,6 +60,7 @@ async def one_request(client: httpx.AsyncClient, body: dict[str, Any]) -> Reques
     result = RequestResult(ok=False)
     try:
         async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            result.headers = time.perf_counter() - started
             if response.status_code != 200:
                 await response.aread()
                 return RequestResult(ok=False, error=f"HTTP {response.status_code}")
@@ -80,6 +83,7 @@ async def one_request(client: httpx.AsyncClient, body: dict[str, Any]) -> Reques
                 last = now
                 result.tokens += 1
         result.ok = True
+        result.end = time.perf_counter() - started
     except (httpx.HTTPError, ValueError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     return result

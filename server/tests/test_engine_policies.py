@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import mlx.core as mx
@@ -72,11 +73,28 @@ def test_full_queue_is_server_busy_and_cancelled_entries_leave() -> None:
         loop.close()
 
 
+def _settle_during_trickle(queue: PrefillQueue, loop: asyncio.AbstractEventLoop, quiet: float,
+                           cap: float) -> float:
+    """Seconds ``queue.settle(quiet, cap)`` waits while a request arrives every 20 ms for
+    0.6 s (30 requests)."""
+
+    def trickle() -> None:
+        for _ in range(30):
+            queue.push(_handle("normal", loop))
+            time.sleep(0.02)
+
+    pusher = threading.Thread(target=trickle)
+    started = time.monotonic()
+    pusher.start()
+    queue.settle(quiet, cap)
+    waited = time.monotonic() - started
+    pusher.join()
+    return waited
+
+
 def test_settle_waits_for_a_burst_to_stop_arriving() -> None:
     """``settle`` returns once nothing has arrived for ``quiet`` seconds, keeps waiting while
     requests keep coming, and never waits past ``cap``."""
-    import threading
-
     loop = asyncio.new_event_loop()
     try:
         queue = PrefillQueue(64)
@@ -85,26 +103,11 @@ def test_settle_waits_for_a_burst_to_stop_arriving() -> None:
         quiet = time.monotonic() - started
         assert 0.04 <= quiet < 1.0
 
-        def trickle() -> None:  # one request every 20 ms for 0.6 s
-            for _ in range(30):
-                queue.push(_handle("normal", loop))
-                time.sleep(0.02)
-
-        pusher = threading.Thread(target=trickle)
-        started = time.monotonic()
-        pusher.start()
-        queue.settle(0.25, 5.0)
-        waited = time.monotonic() - started
-        pusher.join()
+        waited = _settle_during_trickle(queue, loop, 0.25, 5.0)
         assert waited >= 0.6, "settle returned while requests were still arriving"
         assert len(queue) == 30
 
-        pusher = threading.Thread(target=trickle)
-        started = time.monotonic()
-        pusher.start()
-        queue.settle(0.25, 0.15)
-        capped = time.monotonic() - started
-        pusher.join()
+        capped = _settle_during_trickle(queue, loop, 0.25, 0.15)
         assert capped < 0.5, "settle waited past its cap"
     finally:
         loop.close()

@@ -36,7 +36,7 @@ class LoadedModel:
     @cached_property
     def vocab_size(self) -> int:
         # get_vocab() builds a dict of the whole vocabulary (tens of ms for 150k tokens), and
-        # every generation request asks
+        # every generation request asks.
         return len(self.tokenizer.get_vocab())
 
     @property

@@ -222,10 +222,10 @@ class Engine:
             return
         while not self._stopping:
             self._reap_cancelled()
-            if self._solo is None and not self._by_uid and len(self.queue):
+            if self._idle and len(self.queue):
                 self.queue.settle(ARRIVAL_QUIET_S, ARRIVAL_WINDOW_S)
             self._admit()
-            if not self._by_uid and self._solo is None:
+            if self._idle:
                 self.queue.wait(0.1)
                 continue
             if self._solo is not None:
@@ -234,6 +234,11 @@ class Engine:
                 self._step()
         for seq in self._running():
             self._finish(seq, "cancelled")
+
+    @property
+    def _idle(self) -> bool:
+        """Nothing decoding: neither the batch nor the single-sequence lane holds a request."""
+        return self._solo is None and not self._by_uid
 
     def _load(self) -> bool:
         try:
