@@ -19,6 +19,7 @@ from .checks import sources
 from .checks.sources import Tier
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
+from .flows import REFERENCE_SHAPES
 from .golden_diff import format_case
 from .profiles import Profile, get_profile
 from .report import Record, Report, Verdict
@@ -79,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if families:
         profile = profile.narrowed(name.strip() for name in families.split(","))
     config.stash[_PROFILE_KEY] = profile
+    REFERENCE_SHAPES["claimed"] = bool(profile.extensions)
     config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile.name)
 
 

@@ -126,6 +126,8 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "infill_not_supported": (E, REFERENCE + ": /infill without an infill model"),
     "disconnect_frees_server": (C, LLAMA + ", POST /completion (a closed stream stops)"),
     "detokenize_oov": (C, LLAMA + ", POST /detokenize"),
+    "llama_props": (C, LLAMA + ", GET /props (response format)"),
+    "llama_slots": (C, LLAMA + ", GET /slots (response format)"),
     "tokenize_round_trip": (C, LLAMA + ", POST /tokenize and POST /detokenize"),
     "tokenize_pieces": (C, LLAMA + ", POST /tokenize with_pieces"),
     # -- observability and scheduling (the reference's shapes)

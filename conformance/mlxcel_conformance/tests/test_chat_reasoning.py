@@ -49,7 +49,7 @@ def test_reasoning_split_body_and_stream(client: SuiteClient, model_name: str | 
     check_answer_shape(body)
 
 
-@pytest.mark.conformance(family="chat", feature="chat.reasoning.only")
+@pytest.mark.conformance(family="chat", feature="chat.reasoning.only", extension="reasoning_only")
 def test_reasoning_only_when_cut_in_thought(client: SuiteClient, model_name: str | None) -> None:
     payload = chat_payload(model_name, THINK, max_tokens=4)
     body = answer_json(client, payload)
