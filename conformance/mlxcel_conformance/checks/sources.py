@@ -27,7 +27,8 @@ class Tier(str, enum.Enum):
 
 
 # Short citations, reused below.
-OPENAI_CHAT = "OpenAI API reference, Chat Completions (openai-openapi: CreateChatCompletionResponse)"
+OPENAI_CHAT = ("OpenAI API reference, Chat Completions (openai-openapi: "
+               "CreateChatCompletionResponse)")
 OPENAI_CHUNK = ("OpenAI API reference, Chat Completions streaming (openai-openapi: "
                 "CreateChatCompletionStreamResponse); real-streams/openai-chat/stream/")
 OPENAI_COMPLETIONS = "OpenAI API reference, Completions (openai-openapi: CreateCompletionResponse)"

@@ -138,7 +138,8 @@ def test_slots_match_props_and_health(client: SuiteClient) -> None:
     assert {s["context_size"] for s in slots} == {health["context_size"]}, (slots, health)
 
 
-@pytest.mark.conformance(family="observability", feature="observability.cache_stats", extension="observability")
+@pytest.mark.conformance(family="observability", feature="observability.cache_stats",
+                         extension="observability")
 def test_cache_stats_and_reset(client: SuiteClient, model_name: str | None) -> None:
     payload = chat_payload(model_name, "Count to five.", max_tokens=4, temperature=0)
     chat_json(client, payload)
@@ -170,7 +171,8 @@ def test_cache_prompt_false_is_cold(client: SuiteClient, model_name: str | None)
     assert details.get("cached_tokens", 0) == 0, body["usage"]
 
 
-@pytest.mark.conformance(family="observability", feature="observability.metrics_exact", extension="observability")
+@pytest.mark.conformance(family="observability", feature="observability.metrics_exact",
+                         extension="observability")
 def test_metrics_counters_exact(client: SuiteClient, model_name: str | None) -> None:
     assert _wait_until(lambda: _all_idle(client), 10) < 10
     before = _metrics(client)
@@ -199,7 +201,8 @@ def test_metrics_counters_exact(client: SuiteClient, model_name: str | None) -> 
     })
 
 
-@pytest.mark.conformance(family="observability", feature="observability.slots_freed", extension="observability",
+@pytest.mark.conformance(family="observability", feature="observability.slots_freed",
+                         extension="observability",
                          destructive=True)
 def test_slots_freed_after_disconnect(client: SuiteClient, model_name: str | None) -> None:
     release = threading.Event()
@@ -218,7 +221,8 @@ def test_slots_freed_after_disconnect(client: SuiteClient, model_name: str | Non
     expect_status(health, 200)
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="admission.server_busy", extension="admission",
+@pytest.mark.conformance(family="mlxcel-ext", feature="admission.server_busy",
+                         extension="admission",
                          destructive=True)
 def test_overload_answers_503_before_headers(client: SuiteClient, model_name: str | None) -> None:
     release = threading.Event()
@@ -244,7 +248,8 @@ def _held_overload(client: SuiteClient, model_name: str | None, release: threadi
     return futures
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="admission.anthropic_overloaded", extension="admission",
+@pytest.mark.conformance(family="mlxcel-ext", feature="admission.anthropic_overloaded",
+                         extension="admission",
                          destructive=True)
 @pytest.mark.parametrize("stream", [False, True])
 def test_overload_answers_529_on_anthropic_routes(client: SuiteClient, model_name: str | None,
@@ -268,7 +273,8 @@ def test_overload_answers_529_on_anthropic_routes(client: SuiteClient, model_nam
     _wait_until(lambda: _all_idle(client), IDLE_LIMIT_S)
 
 
-@pytest.mark.conformance(family="observability", feature="scheduling.priority", extension="observability")
+@pytest.mark.conformance(family="observability", feature="scheduling.priority",
+                         extension="observability")
 def test_high_priority_admitted_first(client: SuiteClient, model_name: str | None) -> None:
     total = _props(client)["total_slots"]
     releases = [threading.Event() for _ in range(total)]

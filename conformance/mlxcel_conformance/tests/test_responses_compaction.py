@@ -54,7 +54,8 @@ def test_compact_shortens_and_replays(client: SuiteClient, model_name: str | Non
         fail("response_compaction", "replaying the compacted output failed", body=reply)
 
 
-@pytest.mark.conformance(family="responses", feature="responses.context_management", extension="compaction")
+@pytest.mark.conformance(family="responses", feature="responses.context_management",
+                         extension="compaction")
 def test_context_management_stream(client: SuiteClient, model_name: str | None) -> None:
     items = history(20)
     payload = with_model(model_name, {
@@ -83,7 +84,8 @@ BAD_COMPACT: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.conformance(family="responses", feature="responses.compact.errors", extension="compaction",
+@pytest.mark.conformance(family="responses", feature="responses.compact.errors",
+                         extension="compaction",
                          destructive=True)
 @pytest.mark.parametrize("case", sorted(BAD_COMPACT))
 def test_compact_rejects(client: SuiteClient, model_name: str | None, case: str) -> None:
@@ -92,7 +94,8 @@ def test_compact_rejects(client: SuiteClient, model_name: str | None, case: str)
     check_error_body_openai(body, status=status, expected=400)
 
 
-@pytest.mark.conformance(family="responses", feature="responses.compact.context_length", extension="compaction",
+@pytest.mark.conformance(family="responses", feature="responses.compact.context_length",
+                         extension="compaction",
                          destructive=True)
 @pytest.mark.parametrize("case", ["nothing_to_summarize", "longer_than_context"])
 def test_compact_context_length_exceeded(client: SuiteClient, model_name: str | None,
@@ -109,7 +112,8 @@ def test_compact_context_length_exceeded(client: SuiteClient, model_name: str | 
         fail("error_body_openai", "expected code context_length_exceeded", error=error)
 
 
-@pytest.mark.conformance(family="responses", feature="responses.context_management.errors", extension="compaction",
+@pytest.mark.conformance(family="responses", feature="responses.context_management.errors",
+                         extension="compaction",
                          destructive=True)
 @pytest.mark.parametrize("value", [[{"type": "compaction", "compact_threshold": 0}],
                                    [{"type": "compaction"}], [{"type": "other"}], "x"])

@@ -13,8 +13,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import ignored_auth
 from schemathesis.core.failures import FailureGroup
+from schemathesis.specs.openapi.checks import ignored_auth
 
 from mlxcel_conformance import spec
 from mlxcel_conformance.checks.registry import check, fail

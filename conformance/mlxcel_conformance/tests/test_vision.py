@@ -100,7 +100,8 @@ TRAVERSALS = ("/etc/passwd", "file:///etc/passwd", "/tmp/../etc/passwd",
               "file:///tmp/../../etc/hostname")
 
 
-@pytest.mark.conformance(family="vision", feature="vision.local_path_refused", extension="media", destructive=True)
+@pytest.mark.conformance(family="vision", feature="vision.local_path_refused",
+                         extension="media", destructive=True)
 @pytest.mark.parametrize("url", TRAVERSALS)
 def test_local_paths_outside_the_roots_are_refused(client: SuiteClient, model_name: str | None,
                                                    vision: None, url: str) -> None:
