@@ -64,7 +64,10 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "schemathesis": (C, SPEC_VIEW + "; schemathesis' checks"),
     "golden_transcript": (C, "goldens/ in shape mode: keys the public contract requires "
                              "(exact mode: the reference on its own fixture)"),
-    "field_parity": (C, "real-streams/ recordings: keys the real service always sends"),
+    "field_parity": (C, "the public specs' required keys, carried by every real-streams/ "
+                        "recording"),
+    "field_parity_current": (C, "real-streams/ recordings and the current specs: every key the "
+                                "real service sends today (FACTS.md)"),
     # -- OpenAI chat and completions
     "chat_completion_body": (C, OPENAI_CHAT),
     "chat_chunk_object": (C, OPENAI_CHUNK),
