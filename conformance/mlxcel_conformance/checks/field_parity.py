@@ -25,7 +25,7 @@ from typing import Any
 from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.errors import Severity
 
-S, N, O, A, B, Z = "string", "number", "object", "array", "boolean", "null"
+S, N, OBJ, A, B, Z = "string", "number", "object", "array", "boolean", "null"
 
 
 @dataclass(frozen=True)
@@ -55,13 +55,13 @@ _ERR = "errors/*.json, OpenAI and Anthropic error references"
 _EVENT = {"type": (S,), "sequence_number": (N,)}
 _RESPONSE_KEYS = {
     "id": (S,), "object": (S,), "created_at": (N,), "completed_at": (N, Z), "status": (S,),
-    "incomplete_details": (O, Z), "model": (S,), "previous_response_id": (S, Z),
-    "instructions": (S, A, Z), "output": (A,), "error": (O, Z), "tools": (A,),
-    "tool_choice": (S, O), "truncation": (S, Z), "parallel_tool_calls": (B,), "text": (O,),
+    "incomplete_details": (OBJ, Z), "model": (S,), "previous_response_id": (S, Z),
+    "instructions": (S, A, Z), "output": (A,), "error": (OBJ, Z), "tools": (A,),
+    "tool_choice": (S, OBJ), "truncation": (S, Z), "parallel_tool_calls": (B,), "text": (OBJ,),
     "top_p": (N, Z), "presence_penalty": (N, Z), "frequency_penalty": (N, Z),
-    "top_logprobs": (N, Z), "temperature": (N, Z), "reasoning": (O, Z), "usage": (O, Z),
+    "top_logprobs": (N, Z), "temperature": (N, Z), "reasoning": (OBJ, Z), "usage": (OBJ, Z),
     "max_output_tokens": (N, Z), "max_tool_calls": (N, Z), "store": (B,), "background": (B, Z),
-    "service_tier": (S, Z), "metadata": (O, Z), "safety_identifier": (S, Z),
+    "service_tier": (S, Z), "metadata": (OBJ, Z), "safety_identifier": (S, Z),
     "prompt_cache_key": (S, Z), "user": (S, Z),
 }
 _RESPONSE_MINIMUM = ("id", "object", "created_at", "error", "incomplete_details", "instructions",
@@ -69,35 +69,35 @@ _RESPONSE_MINIMUM = ("id", "object", "created_at", "error", "incomplete_details"
                      "tool_choice", "temperature", "top_p")
 _USAGE_KEYS = {
     "input_tokens": (N,), "output_tokens": (N,), "cache_creation_input_tokens": (N, Z),
-    "cache_read_input_tokens": (N, Z), "cache_creation": (O, Z), "service_tier": (S, Z),
+    "cache_read_input_tokens": (N, Z), "cache_creation": (OBJ, Z), "service_tier": (S, Z),
     "inference_geo": (S, Z),
 }
 
 KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     # -- OpenAI Chat Completions
     _kind("chat.completion", _CHAT, ("id", "object", "created", "model", "choices"),
-          id=(S,), object=(S,), created=(N,), model=(S,), choices=(A,), usage=(O,),
+          id=(S,), object=(S,), created=(N,), model=(S,), choices=(A,), usage=(OBJ,),
           service_tier=(S, Z), system_fingerprint=(S, Z)),
     _kind("chat.choice", _CHAT, ("index", "message", "finish_reason", "logprobs"),
-          index=(N,), message=(O,), finish_reason=(S,), logprobs=(O, Z)),
+          index=(N,), message=(OBJ,), finish_reason=(S,), logprobs=(OBJ, Z)),
     _kind("chat.message", _CHAT, ("role", "content", "refusal"),
           role=(S,), content=(S, Z), refusal=(S, Z), annotations=(A,)),
-    _kind("chat.tool_call", _CHAT, ("id", "type", "function"), id=(S,), type=(S,), function=(O,)),
+    _kind("chat.tool_call", _CHAT, ("id", "type", "function"), id=(S,), type=(S,), function=(OBJ,)),
     _kind("chat.usage", _CHAT + "; 2024 streams", ("prompt_tokens", "completion_tokens",
                                                    "total_tokens"),
           prompt_tokens=(N,), completion_tokens=(N,), total_tokens=(N,),
-          prompt_tokens_details=(O,), completion_tokens_details=(O,)),
+          prompt_tokens_details=(OBJ,), completion_tokens_details=(OBJ,)),
     _kind("chat.chunk", _CHUNK, ("id", "object", "created", "model", "choices"),
           id=(S,), object=(S,), created=(N,), model=(S,), choices=(A,),
           system_fingerprint=(S, Z), service_tier=(S, Z)),
     _kind("chat.chunk.choice", _CHUNK, ("index", "delta", "finish_reason"),
-          index=(N,), delta=(O,), finish_reason=(S, Z), logprobs=(O, Z)),
+          index=(N,), delta=(OBJ,), finish_reason=(S, Z), logprobs=(OBJ, Z)),
     # -- OpenAI Responses
     _kind("response", _RESP, _RESPONSE_MINIMUM, **_RESPONSE_KEYS),
     _kind("response.usage", _RESP, ("input_tokens", "input_tokens_details", "output_tokens",
                                     "output_tokens_details", "total_tokens"),
-          input_tokens=(N,), input_tokens_details=(O,), output_tokens=(N,),
-          output_tokens_details=(O,), total_tokens=(N,)),
+          input_tokens=(N,), input_tokens_details=(OBJ,), output_tokens=(N,),
+          output_tokens_details=(OBJ,), total_tokens=(N,)),
     _kind("item.message", _RESP, ("id", "type", "role", "status", "content"),
           id=(S,), type=(S,), role=(S,), status=(S,), content=(A,)),
     _kind("item.function_call", _RESP, ("type", "call_id", "name", "arguments"),
@@ -105,12 +105,12 @@ KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     _kind("item.reasoning", _RESP, ("id", "type", "summary"), id=(S,), type=(S,), summary=(A,)),
     _kind("part.output_text", _RESP, ("type", "text", "annotations"),
           type=(S,), text=(S,), annotations=(A,), logprobs=(A,)),
-    _kind("event.response", _RESP, ("type", "response"), **_EVENT, response=(O,)),
+    _kind("event.response", _RESP, ("type", "response"), **_EVENT, response=(OBJ,)),
     _kind("event.output_item", _RESP, ("type", "output_index", "item"),
-          **_EVENT, output_index=(N,), item=(O,)),
+          **_EVENT, output_index=(N,), item=(OBJ,)),
     _kind("event.content_part", _RESP, ("type", "item_id", "output_index", "content_index",
                                         "part", "sequence_number"),
-          **_EVENT, item_id=(S,), output_index=(N,), content_index=(N,), part=(O,)),
+          **_EVENT, item_id=(S,), output_index=(N,), content_index=(N,), part=(OBJ,)),
     _kind("event.output_text.delta", _RESP, ("type", "item_id", "output_index", "content_index",
                                              "delta", "logprobs", "sequence_number"),
           **_EVENT, item_id=(S,), output_index=(N,), content_index=(N,), delta=(S,),
@@ -129,7 +129,7 @@ KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     _kind("anthropic.message", _ANTH, ("id", "type", "role", "model", "content", "stop_reason",
                                        "stop_sequence", "usage"),
           id=(S,), type=(S,), role=(S,), model=(S,), content=(A,), stop_reason=(S, Z),
-          stop_sequence=(S, Z), usage=(O,)),
+          stop_sequence=(S, Z), usage=(OBJ,)),
     _kind("anthropic.usage", _ANTH + "; 2024 message_start usage",
           ("input_tokens", "output_tokens"), **_USAGE_KEYS),
     _kind("anthropic.delta_usage", _ANTH, ("output_tokens",), output_tokens=(N,),
@@ -139,26 +139,26 @@ KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     # recording carries it, so it is nobody's requirement here (the reference sends null).
     _kind("block.text", _ANTH, ("type", "text"), type=(S,), text=(S,)),
     _kind("block.tool_use", _ANTH, ("type", "id", "name", "input"),
-          type=(S,), id=(S,), name=(S,), input=(O,)),
+          type=(S,), id=(S,), name=(S,), input=(OBJ,)),
     _kind("block.thinking", _ANTH, ("type", "thinking", "signature"),
           type=(S,), thinking=(S,), signature=(S,)),
-    _kind("aevent.message_start", _ANTH, ("type", "message"), type=(S,), message=(O,)),
+    _kind("aevent.message_start", _ANTH, ("type", "message"), type=(S,), message=(OBJ,)),
     _kind("aevent.content_block_start", _ANTH, ("type", "index", "content_block"),
-          type=(S,), index=(N,), content_block=(O,)),
+          type=(S,), index=(N,), content_block=(OBJ,)),
     _kind("aevent.content_block_delta", _ANTH, ("type", "index", "delta"),
-          type=(S,), index=(N,), delta=(O,)),
+          type=(S,), index=(N,), delta=(OBJ,)),
     _kind("aevent.content_block_stop", _ANTH, ("type", "index"), type=(S,), index=(N,)),
     _kind("aevent.message_delta", _ANTH, ("type", "delta", "usage"),
-          type=(S,), delta=(O,), usage=(O,)),
+          type=(S,), delta=(OBJ,), usage=(OBJ,)),
     _kind("aevent.message_stop", _ANTH, ("type",), type=(S,)),
     _kind("aevent.ping", _ANTH, ("type",), type=(S,)),
     _kind("adelta.message", _ANTH, ("stop_reason", "stop_sequence"),
           stop_reason=(S, Z), stop_sequence=(S, Z)),
     # -- errors
-    _kind("error.openai", _ERR, ("error",), error=(O,)),
+    _kind("error.openai", _ERR, ("error",), error=(OBJ,)),
     _kind("error.openai.error", _ERR, ("message", "type", "param", "code"),
           message=(S,), type=(S,), param=(S, Z), code=(S, N, Z)),
-    _kind("error.anthropic", _ERR, ("type", "error"), type=(S,), error=(O,)),
+    _kind("error.anthropic", _ERR, ("type", "error"), type=(S,), error=(OBJ,)),
     _kind("error.anthropic.error", _ERR, ("type", "message"), type=(S,), message=(S,)),
 )}
 
@@ -170,7 +170,8 @@ def json_kind(value: Any) -> str:
         return B
     if isinstance(value, (int, float)):
         return N
-    return {str: S, dict: O, list: A}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {str: S, dict: OBJ, list: A}
+    return kinds.get(type(value), type(value).__name__)
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,8 @@ def gaps(kind_name: str, obj: Any, path: str, current: bool) -> list[Gap]:
     wanted = kind.current if current else kind.minimum
     missing = tuple(sorted(k for k in wanted if k not in obj))
     wrong = tuple(f"{k}: {json_kind(obj[k])} (expected {'/'.join(kind.types[k])})"
-                  for k in sorted(kind.types) if k in obj and json_kind(obj[k]) not in kind.types[k])
+                  for k in sorted(kind.types)
+                  if k in obj and json_kind(obj[k]) not in kind.types[k])
     return [Gap(kind_name, path, missing, wrong)] if missing or wrong else []
 
 
