@@ -72,6 +72,7 @@ EXTENSIONS: tuple[str, ...] = (
     "adapters",  # --adapter-dir allowlist for mlx-lm's adapters field
     "sampling",  # extra sampling fields, batch-invariant seeds, loop detection
     "admission",  # 503 server_busy / 529 overloaded when the prefill queue is full
+    "extra_body",  # a literal `extra_body` object in the request, merged into it
 )
 ALL_EXTENSIONS = frozenset(EXTENSIONS)
 

@@ -131,7 +131,7 @@ def test_native_dry_breaks_a_repetition(client: SuiteClient) -> None:
     if not any(runs):
         pytest.skip("the greedy continuation does not repeat a token; DRY has nothing to break")
     dry = native_json(client, _payload(n_predict=16, return_tokens=True, dry_multiplier=2.0,
-                                       dry_allowed_length=1, dry_sequence_breakers=[]))
+                                       dry_allowed_length=1, dry_sequence_breakers=["\n"]))
     if dry["tokens"] == base:
         fail("native_dry", "DRY settings had no effect on a repeating greedy continuation",
              tokens=base)
@@ -142,7 +142,6 @@ BAD_BODIES: dict[str, Any] = {
     "prompt_object": {"prompt": {"text": "x"}},
     "n_predict_below_minus_one": {"prompt": "x", "n_predict": -2},
     "stream_string": {"prompt": "x", "stream": "yes"},
-    "response_format_json": {"prompt": "x", "response_format": {"type": "json_object"}},
     "token_out_of_vocab": {"prompt": [1, 2**31 - 1]},
 }
 
@@ -154,6 +153,16 @@ def test_native_bad_body_is_400(client: SuiteClient, case: str) -> None:
     status, body = response_of(client.post(PATH, BAD_BODIES[case]))
     check_error_body_openai(body, status=status, expected=400)
     native_json(client, _payload(n_predict=2))  # still serving
+
+
+@pytest.mark.conformance(family="llama-native", feature="native.completion.response_format",
+                         extension="refusals")
+def test_native_response_format_is_refused(client: SuiteClient) -> None:
+    """The reference refuses ``response_format`` on /completion (use ``json_schema``);
+    llama-server takes it."""
+    payload = {"prompt": "x", "response_format": {"type": "json_object"}}
+    status, body = response_of(client.post(PATH, payload))
+    check_error_body_openai(body, status=status, expected=400)
 
 
 @pytest.mark.conformance(family="llama-native", feature="native.infill")
@@ -180,6 +189,11 @@ def test_apply_template_matches_chat_prompt(client: SuiteClient) -> None:
     check_schema("POST", "/apply-template", 200, body)
     if "Say hello." not in body["prompt"]:
         fail("apply_template", "the rendered prompt does not contain the message", body=body)
+
+
+@pytest.mark.conformance(family="llama-native", feature="native.apply_template.empty",
+                         extension="refusals")
+def test_apply_template_refuses_no_messages(client: SuiteClient) -> None:
     status, error = response_of(client.post("/apply-template", {"messages": []}))
     check_error_body_openai(error, status=status, expected=400)
 
