@@ -153,6 +153,12 @@ PROFILES: dict[str, Profile] = {
             "api.openai.com",
             current_shapes=True,
         ),
+        Profile(
+            "anthropic",
+            frozenset({"anthropic", "sdk-anthropic", "auth"}),
+            "api.anthropic.com",
+            current_shapes=True,
+        ),
     )
 }
 
