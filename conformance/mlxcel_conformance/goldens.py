@@ -367,6 +367,10 @@ def check_golden(
         fail(
             "golden_transcript",
             format_case(case, mode, diffs[:40]),
+            source=(f"goldens/{case}.json, {mode} mode: " + (
+                "the reference's own transcript on its fixture" if mode == "exact" else
+                "status, content type, event order and JSON kinds; required keys from the "
+                "public contract (the contract view of openapi/)")),
             mode=mode,
             case=case,
             diffs=diffs[:40],
