@@ -152,8 +152,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=destructive)
 
 
+def _conformance_mark(item: pytest.Item) -> pytest.Mark | None:
+    """The item's conformance mark: one given to its parameter (``pytest.param(...,
+    marks=...)``: a variant reported as its own feature) wins over the function's."""
+    callspec = getattr(item, "callspec", None)
+    for mark in getattr(callspec, "marks", ()):
+        if mark.name == "conformance":
+            return mark
+    return item.get_closest_marker("conformance")
+
+
 def _marker(item: pytest.Item) -> tuple[str, str] | None:
-    mark = item.get_closest_marker("conformance")
+    mark = _conformance_mark(item)
     if mark is None:
         return None
     family = str(mark.kwargs.get("family", "misc"))
@@ -164,7 +174,7 @@ def _marker(item: pytest.Item) -> tuple[str, str] | None:
 def _extension(item: pytest.Item) -> str | None:
     """The mlxcel extension a feature checks (``extension=`` on its marker), or None for a
     contract feature."""
-    mark = item.get_closest_marker("conformance")
+    mark = _conformance_mark(item)
     value = None if mark is None else mark.kwargs.get("extension")
     return None if value is None else str(value)
 

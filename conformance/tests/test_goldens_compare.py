@@ -206,3 +206,28 @@ def test_a_tampered_speech_golden_fails_in_exact_mode() -> None:
     assert compare_transcripts(tampered, golden, "exact") == [
         f"body_binary.sha256: expected {'0' * 64}, got {golden['body_binary']['sha256']}"]
     assert compare_transcripts(tampered, golden, "shape") == []
+
+
+def _sse_transcript(text: str) -> dict[str, Any]:
+    from mlxcel_conformance.sse import parse_sse
+
+    events = [{"event": e.event, "data": normalize(json.loads(e.data))}
+              for e in parse_sse(text).events]
+    return {"status": 200, "content_type": "text/event-stream", "events": events, RAW: text}
+
+
+def test_named_streams_are_judged_by_their_state_machine_not_the_reference_order() -> None:
+    import real_stream_corpus as corpus
+
+    golden = next(doc for _, doc in load_documents() if doc["family"] == "anthropic"
+                  and doc["case"] == "thinking_stream")
+    real = corpus.read(corpus.find("anthropic-stream-thinking.sse"))
+    request = ("POST", "/v1/messages")
+    check_golden(golden["response"], _sse_transcript(real), "shape", "thinking", request)
+    # a second block started before the first one stopped breaks the contract
+    events = list(corpus.stream("anthropic-stream-thinking.sse").events)
+    stop = next(i for i, e in enumerate(events) if e.event == "content_block_stop")
+    events.insert(stop + 2, events.pop(stop))
+    with pytest.raises(ConformanceFailure, match="anthropic_event_order"):
+        check_golden(golden["response"], _sse_transcript(corpus.to_text(events)), "shape",
+                     "thinking", request)

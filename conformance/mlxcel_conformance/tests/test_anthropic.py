@@ -36,7 +36,8 @@ WEATHER_TOOL = {
 
 
 @pytest.mark.conformance(family="anthropic", feature="anthropic.json.body")
-@pytest.mark.parametrize("prefix", ["/v1", ""])
+@pytest.mark.parametrize("prefix", ["/v1", pytest.param("", marks=pytest.mark.conformance(
+    family="anthropic", feature="anthropic.json.body.alias", extension="aliases"))])
 def test_messages_json_body(client: SuiteClient, model_name: str | None, prefix: str) -> None:
     body = messages_json(client, messages_payload(model_name), f"{prefix}/messages")
     if body["stop_reason"] not in ("end_turn", "max_tokens"):
@@ -180,7 +181,8 @@ BAD_BODIES: dict[str, dict[str, Any]] = {
 def test_messages_invalid_body(client: SuiteClient, model_name: str | None, case: str) -> None:
     status, body = response_of(client.post(MESSAGES_PATH, with_model(model_name,
                                                                      BAD_BODIES[case])))
-    check_error_body_anthropic(body, status=status, expected=400)
+    check_error_body_anthropic(body, status=status, expected=400, case=case,
+        source="Anthropic API reference, Messages request body; Errors: 400 invalid_request_error")
 
 
 @pytest.mark.conformance(family="anthropic", feature="anthropic.errors.image_text_only",

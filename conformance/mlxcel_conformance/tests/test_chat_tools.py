@@ -185,7 +185,8 @@ def test_tool_choice_errors(client: SuiteClient, model_name: str | None, case: s
     if tools is not None:
         payload["tools"] = tools
     status, body = response_of(client.post(CHAT_PATH, payload))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case=case,
+        source="OpenAI API reference, Chat Completions tool_choice; Error codes: 400")
 
 
 @pytest.mark.conformance(family="chat", feature="chat.tools.choice_with_response_format",

@@ -151,7 +151,8 @@ BAD_BODIES: dict[str, Any] = {
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
 def test_native_bad_body_is_400(client: SuiteClient, case: str) -> None:
     status, body = response_of(client.post(PATH, BAD_BODIES[case]))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case=case,
+        source="llama-server README, POST /completion options; API errors")
     native_json(client, _payload(n_predict=2))  # still serving
 
 

@@ -131,7 +131,8 @@ def test_responses_conversation(client: SuiteClient, model_name: str | None) -> 
 
 
 @pytest.mark.conformance(family="responses", feature="responses.store.retrieve_delete")
-@pytest.mark.parametrize("prefix", ["/v1", ""])
+@pytest.mark.parametrize("prefix", ["/v1", pytest.param("", marks=pytest.mark.conformance(
+    family="responses", feature="responses.store.retrieve_delete.alias", extension="aliases"))])
 def test_responses_retrieve_delete(client: SuiteClient, model_name: str | None,
                                    prefix: str) -> None:
     created = responses_json(client, responses_payload(model_name), f"{prefix}/responses")

@@ -37,7 +37,8 @@ def test_responses_invalid_body_is_400(client: SuiteClient, model_name: str | No
                                        case: str) -> None:
     status, body = response_of(client.post(RESPONSES_PATH, with_model(model_name,
                                                                       BAD_BODIES[case])))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case=case,
+        source="OpenAI API reference, Responses request body; Error codes: 400")
 
 
 # Requests OpenAI's API serves but the reference refuses with its documented 400s.
