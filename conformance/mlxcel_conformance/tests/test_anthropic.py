@@ -151,13 +151,22 @@ def _check_count_tokens(client: SuiteClient, model_name: str | None, choice: str
     counted = client.post(f"{prefix}/messages/count_tokens",
                           {k: v for k, v in payload.items() if k != "max_tokens"},
                           headers=ANTHROPIC_HEADERS)
+    if counted.status_code == 404:
+        pytest.skip("UNSUPPORTED: the server does not serve /v1/messages/count_tokens")
     expect_status(counted, 200)
     count = json_body(counted)
     check_schema("POST", "/v1/messages/count_tokens", 200, count)
     body = messages_json(client, payload)
-    if count["input_tokens"] != prompt_tokens_of(body["usage"]):
+    if not count_agrees(count["input_tokens"], prompt_tokens_of(body["usage"])):
         fail("anthropic_message_body", "count_tokens differs from the message's prompt tokens "
-             "(input + cache reads + cache writes)", counted=count, usage=body["usage"])
+             "(input + cache reads + cache writes) by more than an estimate may",
+             counted=count, usage=body["usage"])
+
+
+def count_agrees(counted: int, used: int) -> bool:
+    """Anthropic documents count_tokens as an estimate that "may differ by a small amount"
+    from the message's input: within 2 tokens or 10%."""
+    return abs(counted - used) <= max(2, used // 10)
 
 
 USER = [{"role": "user", "content": "Say hello."}]
