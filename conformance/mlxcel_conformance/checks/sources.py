@@ -143,8 +143,8 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "server_busy_503": (E, REFERENCE + ": admission control (503 server_busy)"),
     "seeded_determinism": (E, REFERENCE + ": seeded sampling is batch-invariant"),
     "loop_detection": (E, REFERENCE + ": loop detection"),
-    "concurrent_streams_complete": (C, "RFC 9110: a request is answered (2xx, 429 or 503), "
-                                       "never dropped"),
+    "concurrent_streams_complete": (E, REFERENCE + ": admission control answers every stream "
+                                       "(2xx or 503) under load"),
     # -- embeddings and rerank
     "embedding_body_openai": (C, "OpenAI API reference, Embeddings"),
     "embedding_base64": (C, "OpenAI API reference, Embeddings encoding_format base64"),
