@@ -48,6 +48,7 @@ def test_a_failure_carries_tier_and_source() -> None:
     assert info.value.evidence["source"] == "OpenAI API reference, Responses: background"
 
 
-def test_an_unknown_check_name_is_a_suite_bug() -> None:
-    with pytest.raises(ValueError, match="sources.py"):
+def test_an_unsourced_check_says_so() -> None:
+    with pytest.raises(ConformanceFailure) as info:
         fail("no_such_check", "x")
+    assert "sources.py" in info.value.evidence["source"]

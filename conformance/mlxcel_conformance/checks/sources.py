@@ -188,6 +188,14 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "image_n_seeds": (E, REFERENCE + ": image seeds"),
     "image_error_param": (C, "OpenAI API reference, Error codes (param)"),
     "unconfigured_route_501": (E, REFERENCE + ": 501 naming the flag"),
+    # -- robustness (hostile input; the robustness family)
+    "answered_in_time": (C, "RFC 9110: every request gets a response"),
+    "no_server_error": (C, "RFC 9110, 15.5 and 15.6: bad input from the client is a 4xx, "
+                           "not a 5xx"),
+    "health_within_budget": (E, REFERENCE + ": /health answers within its budget while any "
+                                "request runs"),
+    "stalled_connections_released": (E, REFERENCE + ": header and read timeouts"),
+    "no_orphaned_work": (E, REFERENCE + ": nothing queued for a refused request"),
 }
 
 
