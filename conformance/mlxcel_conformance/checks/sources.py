@@ -61,7 +61,7 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "no_done_terminator": (C, RESPONSES_STREAM + "; " + ANTHROPIC_STREAM),
     "schema_conformance": (C, SPEC_VIEW + " (public shapes only)"),
     "schema_extension": (E, REFERENCE + ": x-mlxcel-extension properties"),
-    "schemathesis": (C, SPEC_VIEW + "; schemathesis' checks"),
+    "schemathesis": (E, REFERENCE + ": every operation fuzzed by schemathesis' checks"),
     "golden_transcript": (C, "goldens/ in shape mode: keys the public contract requires "
                              "(exact mode: the reference on its own fixture)"),
     "field_parity": (C, "the public specs' required keys, carried by every real-streams/ "

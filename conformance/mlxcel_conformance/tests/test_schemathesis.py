@@ -31,7 +31,8 @@ def _labels() -> list[Any]:
         definition = paths[op.path][op.method.lower()]
         if definition.get("x-mlxcel-alias-of") or definition.get("x-mlxcel-no-fuzz"):
             continue  # an alias is fuzzed as the operation it repeats; no-fuzz says why
-        mark = pytest.mark.conformance(family="schema", feature=f"schema.{op.method} {op.path}")
+        mark = pytest.mark.conformance(family="schema", feature=f"schema.{op.method} {op.path}",
+                                       extension="openapi")
         out.append(pytest.param(op.method, op.path, id=f"{op.method} {op.path}", marks=mark))
     return out
 
