@@ -139,3 +139,12 @@ def test_anthropic_any_on_a_story_prompt_is_a_tool_use(client: TestClient) -> No
     message = client.post("/v1/messages", json=body).json()
     assert message["stop_reason"] == "tool_use", message
     assert [b["name"] for b in message["content"] if b["type"] == "tool_use"] == ["get_time"]
+
+
+def test_malformed_tool_schemas_are_left_to_the_grammar_engine() -> None:
+    """Wrong types in a tool schema never crash the bounds (the grammar compile then decides,
+    and a schema it refuses leaves the forced call to the instruction)."""
+    params = {"type": "object", "properties": [1], "anyOf": {"x": 1},
+              "$defs": ["y"], "minItems": "3", "items": {"type": "array", "maxItems": "x"}}
+    bounded_parameters(params, 64)
+    bounded_parameters({"type": "string", "minLength": "x"}, 64)

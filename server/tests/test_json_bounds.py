@@ -96,3 +96,11 @@ def test_every_schema_node_is_reached() -> None:
               "$defs": {"d": {"type": "number"}}}
     text = json.dumps(bounded_schema(schema))
     assert text.count('"maximum"') + text.count('"exclusiveMaximum"') >= 4
+
+
+@pytest.mark.parametrize("schema", [
+    {"properties": [1, 2]}, {"$defs": ["x"]}, {"anyOf": {"a": 1}}, {"type": 5, "minimum": "x"},
+    {"type": "number", "maximum": "big"}, {"items": 3, "type": "array"}, True,
+])
+def test_malformed_schemas_do_not_crash_the_bounds(schema: Any) -> None:
+    bounded_schema(schema)  # llguidance then judges the schema (a 400), never a 500 here

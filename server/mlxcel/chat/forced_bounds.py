@@ -53,10 +53,24 @@ def _free_number(schema: dict[str, Any]) -> bool:
         and "const" not in schema
 
 
+def _int(value: Any, default: int = 0) -> int:
+    """A schema's count keyword, or ``default`` when it is not a number (llguidance then
+    refuses the schema)."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else default
+
+
+def _subs(schema: dict[str, Any], key: str) -> list[Any]:
+    value = schema.get(key)
+    if isinstance(value, dict):
+        return list(value.values())
+    return list(value) if isinstance(value, list) else []
+
+
 def _close(schema: dict[str, Any]) -> None:
     close_object(schema)
     if "array" in types_of(schema) and "maxItems" not in schema:
-        schema["maxItems"] = max(ARRAY_ITEMS_CAP, int(schema.get("minItems", 0)))
+        schema["maxItems"] = max(ARRAY_ITEMS_CAP, _int(schema.get("minItems")))
 
 
 def _slots(schema: Any) -> tuple[int, int]:
@@ -65,7 +79,7 @@ def _slots(schema: Any) -> tuple[int, int]:
         return 0, 0
     values = 1 if _free_string(schema) or _free_number(schema) else 0
     properties = 0
-    for sub in (schema.get("properties") or {}).values():
+    for sub in _subs(schema, "properties"):
         s, p = _slots(sub)
         values, properties = values + s, properties + p + 1
     if isinstance(schema.get("additionalProperties"), dict):
@@ -73,10 +87,10 @@ def _slots(schema: Any) -> tuple[int, int]:
         values, properties = values + s, properties + p + 1
     if isinstance(schema.get("items"), dict):
         s, p = _slots(schema["items"])
-        count = int(schema.get("maxItems", ARRAY_ITEMS_CAP))
+        count = _int(schema.get("maxItems"), ARRAY_ITEMS_CAP)
         values, properties = values + count * s, properties + count * (p + 1)
     for key in _BRANCH_KEYS:
-        branches = [_slots(sub) for sub in schema.get(key) or []]
+        branches = [_slots(sub) for sub in _subs(schema, key)]
         if branches:
             values += max(b[0] for b in branches)
             properties += max(b[1] for b in branches)
@@ -115,7 +129,7 @@ def bounded_parameters(parameters: dict[str, Any], max_tokens: int,
 
     def limit(schema: dict[str, Any]) -> None:
         if _free_string(schema):
-            schema["maxLength"] = max(cap, int(schema.get("minLength", 0)))
+            schema["maxLength"] = max(cap, _int(schema.get("minLength")))
 
     walk_schema(bounded, limit)
     return bounded

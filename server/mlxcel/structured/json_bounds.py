@@ -77,12 +77,14 @@ def walk_schema(schema: Any, visit: Callable[[dict[str, Any]], None]) -> None:
         return
     visit(schema)
     for key in ("properties", "patternProperties", "$defs", "definitions"):
-        for sub in (schema.get(key) or {}).values():
+        subs = schema.get(key)
+        for sub in subs.values() if isinstance(subs, dict) else ():
             walk_schema(sub, visit)
     for key in ("items", "additionalProperties", "not", "contains"):
         walk_schema(schema.get(key), visit)
     for key in (*_BRANCH_KEYS, "prefixItems"):
-        for sub in schema.get(key) or []:
+        subs = schema.get(key)
+        for sub in subs if isinstance(subs, list) else ():
             walk_schema(sub, visit)
 
 

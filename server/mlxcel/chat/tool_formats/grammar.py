@@ -154,8 +154,9 @@ def raw_string(schema: dict[str, Any], excluded: str = "<") -> str:
     choices = schema.get("enum") if "const" not in schema else [schema["const"]]
     if choices and all(isinstance(c, str) for c in choices):
         return "(" + " | ".join(json.dumps(c) for c in choices) + ")"
-    low = int(schema.get("minLength", 0))
-    high = max(low, int(schema.get("maxLength", RAW_STRING_CAP)))
+    low, high = schema.get("minLength", 0), schema.get("maxLength", RAW_STRING_CAP)
+    low = low if isinstance(low, int) and low >= 0 else 0
+    high = max(low, high if isinstance(high, int) else RAW_STRING_CAP)
     chars = "".join(f"\\x{ord(c):02x}" for c in excluded)
     return f"/[^{chars}]{{{low},{high}}}/"
 
