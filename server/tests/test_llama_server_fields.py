@@ -152,3 +152,18 @@ def test_prompt_over_the_context_is_exceed_context_size_error(client: TestClient
                                    f"context size ({n_ctx} tokens), try increasing it"}
     openai = client.post("/v1/completions", json={"prompt": prompt, "max_tokens": 2})
     assert openai.json()["error"]["code"] == "context_length_exceeded"  # OpenAI's shape there
+
+
+def test_prompt_objects(client: TestClient) -> None:
+    """README "POST /completion": {"prompt_string": ...} alone or among other prompt forms."""
+    base = {"n_predict": 4, "temperature": 0}
+    text = client.post("/completion", json={**base, "prompt": "Answer:"}).json()["content"]
+    one = client.post("/completion", json={**base, "prompt": {"prompt_string": "Answer:"}})
+    assert one.json()["content"] == text
+    ids = client.post("/tokenize", json={"content": "Answer:"}).json()["tokens"]
+    many = client.post("/completion", json={**base, "prompt": [
+        {"prompt_string": "Answer:"}, "Answer:", ids]}).json()
+    assert [m["content"] for m in many] == [text] * 3
+    for bad in ({"prompt_string": "x", "multimodal_data": ["AAAA"]}, {"text": "x"}):
+        response = client.post("/completion", json={**base, "prompt": bad})
+        assert response.status_code == 400 and response.json()["error"]["code"] == 400

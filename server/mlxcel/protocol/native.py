@@ -35,7 +35,9 @@ from .llama_settings import ParamsView, params_body
 from .timings import draft_fields, llama_timings
 from .types import Int
 
-PromptItem = str | Int | list[str | Int]
+# llama-server's JSON-object prompt: {"prompt_string": ..., "multimodal_data": [...]}.
+ObjectPrompt = dict[str, Any]
+PromptItem = str | Int | list[str | Int] | ObjectPrompt
 MAX_PROMPTS = 16
 MAX_STOP = 16
 
@@ -45,7 +47,7 @@ class NativeCompletionRequest(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="allow")
 
-    prompt: str | list[PromptItem]
+    prompt: str | ObjectPrompt | list[PromptItem]
     n_predict: Int | None = Field(default=None, ge=-1)
     stream: bool = False
     temperature: float | None = None
@@ -120,10 +122,27 @@ def _sequence(items: list[str | int], model: LoadedModel) -> list[int]:
     return ids
 
 
+def _object_prompt(item: Any) -> Any:
+    """llama-server's ``{"prompt_string": s, "multimodal_data": [...]}`` as the string ``s``;
+    media data is a 400 (this route reads text only, and ``/props`` says so)."""
+    if not isinstance(item, dict):
+        return item
+    text = item.get("prompt_string")
+    if not isinstance(text, str):
+        raise InvalidRequestError("a prompt object needs a prompt_string string.",
+                                  param="prompt")
+    if item.get("multimodal_data"):
+        raise InvalidRequestError("multimodal_data is not supported on /completion.",
+                                  param="prompt")
+    return text
+
+
 def native_prompts(request: NativeCompletionRequest, model: LoadedModel) -> list[list[int]]:
-    """Every prompt as token ids: a string or one id/mixed sequence is one prompt; a list
-    whose items are strings or lists is several."""
-    prompt = request.prompt
+    """Every prompt as token ids: a string (or a prompt object) or one id/mixed sequence is
+    one prompt; a list whose items are strings, objects or lists is several."""
+    prompt = _object_prompt(request.prompt)
+    if isinstance(prompt, list):
+        prompt = [_object_prompt(item) for item in prompt]
     if isinstance(prompt, str):
         return [model.encode(prompt) or model.empty_prompt_tokens()]
     if not prompt:
@@ -133,13 +152,13 @@ def native_prompts(request: NativeCompletionRequest, model: LoadedModel) -> list
             raise InvalidRequestError(
                 "prompt mixes token ids with nested lists.", param="prompt"
             )
-        return [_sequence(prompt, model)]  # type: ignore[arg-type]
+        return [_sequence(prompt, model)]
     if len(prompt) > MAX_PROMPTS:
         raise InvalidRequestError(f"at most {MAX_PROMPTS} prompts per request.", param="prompt")
     if any(isinstance(p, list) and not p for p in prompt):
         raise InvalidRequestError("a token-list prompt must not be empty.", param="prompt")
     return [
-        _sequence([item] if isinstance(item, str) else list(item), model)  # type: ignore[arg-type]
+        _sequence([item] if isinstance(item, str) else list(item), model)
         or model.empty_prompt_tokens()
         for item in prompt
     ]
