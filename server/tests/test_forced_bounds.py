@@ -148,3 +148,25 @@ def test_malformed_tool_schemas_are_left_to_the_grammar_engine() -> None:
               "$defs": ["y"], "minItems": "3", "items": {"type": "array", "maxItems": "x"}}
     bounded_parameters(params, 64)
     bounded_parameters({"type": "string", "minLength": "x"}, 64)
+
+
+@pytest.mark.parametrize("kind", ["required", "named"])
+@pytest.mark.parametrize("prompt", ["Say hello.", "Count to five."])
+def test_numeric_parameters_end_within_64_tokens(client: TestClient, kind: str,
+                                                 prompt: str) -> None:
+    """The issue's case on Hermes (qwen3-tiny): numbers used to run to max_tokens."""
+    from .test_family_serving import CHOICES, NUMERIC_TOOLS, SCHEMAS
+
+    body = {"messages": [{"role": "user", "content": prompt}], "tools": NUMERIC_TOOLS,
+            "tool_choice": CHOICES[kind], "max_tokens": 64, "temperature": 0}
+    out = client.post("/v1/chat/completions", json=body).json()
+    assert out["choices"][0]["finish_reason"] == "tool_calls", out
+    [call] = out["choices"][0]["message"]["tool_calls"]
+    jsonschema.validate(json.loads(call["function"]["arguments"]),
+                        SCHEMAS[call["function"]["name"]])
+    unbounded = client.post("/v1/chat/completions", json={k: v for k, v in body.items()
+                                                          if k != "max_tokens"}).json()
+    # No budget given: the call still ends by itself (15 integral and 10 fraction digits at
+    # most, single-digit tokens on this vocabulary: about 70 tokens for two numbers).
+    assert unbounded["choices"][0]["finish_reason"] == "tool_calls"
+    assert unbounded["usage"]["completion_tokens"] < 96
