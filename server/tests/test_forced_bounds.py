@@ -170,3 +170,22 @@ def test_numeric_parameters_end_within_64_tokens(client: TestClient, kind: str,
     # most, single-digit tokens on this vocabulary: about 70 tokens for two numbers).
     assert unbounded["choices"][0]["finish_reason"] == "tool_calls"
     assert unbounded["usage"]["completion_tokens"] < 96
+
+
+def test_a_responses_call_cut_by_the_limit_stays_valid_history(client: TestClient) -> None:
+    """A Responses turn cut inside a forced call stores no call with broken arguments, so the
+    next turn that continues it is served (it used to be a 400 on the server's own item)."""
+    from .test_family_serving import NUMERIC_TOOLS
+
+    tools = [{"type": "function", **t["function"]} for t in NUMERIC_TOOLS]
+    for limit in (12, 16, 20):
+        first = client.post("/v1/responses", json={
+            "input": "Say hello.", "tools": tools, "tool_choice": "required",
+            "max_output_tokens": limit, "temperature": 0}).json()
+        assert first["status"] == "incomplete", first
+        for item in first["output"]:
+            if item["type"] == "function_call":
+                assert isinstance(json.loads(item["arguments"]), dict)
+        follow = client.post("/v1/responses", json={
+            "input": "Go on.", "previous_response_id": first["id"], "max_output_tokens": 4})
+        assert follow.status_code == 200, follow.text
