@@ -80,9 +80,9 @@ async def create_chat_completion(request: Request) -> Response:
         setup = dataclasses.replace(
             setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
     handle = state.engine.submit(setup.generation, request_priority(request))
+    count_tokens = _token_counter(state.require_model())
     if body.stream:
-        return sse_response(_stream(handle, body, setup, state.model_name,
-                                    _token_counter(model)))
+        return sse_response(_stream(handle, body, setup, state.model_name, count_tokens))
     done = await collect(request, handle)
     parser = setup.new_parser()
     parser.feed(done.text)
@@ -90,7 +90,7 @@ async def create_chat_completion(request: Request) -> Response:
     _warn_if_forced_without_call(setup, bool(parser.calls))
     logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.wants_logprobs() else None
     output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs,
-                        _token_counter(model)(parser.reasoning))
+                        count_tokens(parser.reasoning))
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
     timings = speculative_timings(done.finished)
     if timings is not None:
