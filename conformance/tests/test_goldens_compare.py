@@ -231,3 +231,14 @@ def test_named_streams_are_judged_by_their_state_machine_not_the_reference_order
     with pytest.raises(ConformanceFailure, match="anthropic_event_order"):
         check_golden(golden["response"], _sse_transcript(corpus.to_text(events)), "shape",
                      "thinking", request)
+
+
+def test_every_extension_golden_exists() -> None:
+    from mlxcel_conformance.golden_cases import EXTENSION_GOLDENS, golden_extension
+    from mlxcel_conformance.profiles import ALL_EXTENSIONS
+
+    recorded = {f"{doc['family']}/{doc['case']}": doc for _, doc in load_documents()}
+    for name, extension in EXTENSION_GOLDENS.items():
+        assert name in recorded and extension in ALL_EXTENSIONS, name
+        assert golden_extension(recorded[name]) == extension
+    assert golden_extension(recorded["chat/hello"]) is None
