@@ -186,23 +186,3 @@ def openai_error(response: httpx.Response, path: str, status: int = 400) -> dict
     error = check_error_body_openai(body, status=code, expected=status)
     check_schema("POST", path, code, body)
     return error
-
-
-def answer_json(client: SuiteClient, payload: dict[str, Any],
-                path: str = CHAT_PATH) -> dict[str, Any]:
-    """A 200 JSON body for feature checks (tools, reasoning, structured output) without the
-    generic body-shape checks, which `chat_json` runs and `test_chat` reports on their own: a
-    shape fault must not mask the verdict of an unrelated feature. Tests call
-    `check_answer_shape` after their own checks."""
-    response = client.post(path, payload)
-    expect_status(response, 200)
-    body: dict[str, Any] = json_body(response)
-    return body
-
-
-def check_answer_shape(body: dict[str, Any], path: str = CHAT_PATH) -> None:
-    if path == CHAT_PATH:
-        check_chat_completion_body(body)
-    else:
-        check_completion_body(body)
-    check_schema("POST", path, 200, body)

@@ -1,5 +1,10 @@
 """Request flows of the typed-event families (OpenAI Responses, Anthropic Messages): send,
-run every check a response of that kind must pass, hand back the parsed result."""
+run every check a response of that kind must pass, hand back the parsed result.
+
+These are the shape flows of the shape features (``*.json.body``, ``*.stream.event_order``,
+``parity.*``); a behaviour feature reads its answer with ``readers``. A stream's final object is
+checked as a body before its events are held to the schema, so an object's missing key fails
+the stream feature with the same check and message as the body feature (one defect)."""
 
 from __future__ import annotations
 
@@ -50,10 +55,10 @@ def responses_stream(client: SuiteClient, payload: dict[str, Any]) -> ResponsesS
     expect_status(result, 200)
     check_sse_content_type(result)
     stream = check_responses_stream(parse_sse(result.text).events)
-    check_schema_events("POST", RESPONSES_PATH, result)
-    check_responses_usage_terminal(stream.payloads)
     if stream.response:
         check_response_body(stream.response)
+    check_schema_events("POST", RESPONSES_PATH, result)
+    check_responses_usage_terminal(stream.payloads)
     return stream
 
 
@@ -82,9 +87,9 @@ def messages_stream(client: SuiteClient, payload: dict[str, Any]) -> AnthropicSt
     expect_status(result, 200)
     check_sse_content_type(result)
     stream = check_anthropic_stream(parse_sse(result.text).events)
-    check_schema_events("POST", MESSAGES_PATH, result)
     if stream.terminal == "message_stop":
         check_anthropic_message_body(stream.message)
+    check_schema_events("POST", MESSAGES_PATH, result)
     return stream
 
 

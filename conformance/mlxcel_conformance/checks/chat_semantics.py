@@ -96,7 +96,8 @@ def check_reasoning_split(message: Mapping[str, Any]) -> str:
 
 @check("structured_output_valid", severity=Severity.CRITICAL,
        description="a json_schema answer that finished with stop is JSON valid against it")
-def check_structured_output(text: str, schema: Mapping[str, Any], finish_reason: str) -> Any:
+def check_structured_output(text: str, schema: Mapping[str, Any],
+                            finish_reason: str | None) -> Any:
     if finish_reason == "length":
         return None  # cut off: honest, and not required to be complete
     if finish_reason != "stop":

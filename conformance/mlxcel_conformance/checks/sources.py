@@ -54,6 +54,8 @@ C, E = Tier.CONTRACT, Tier.EXTENSION
 SOURCES: dict[str, tuple[Tier, str]] = {
     # -- transport and framing
     "json_body": (C, "RFC 8259; every API above answers JSON bodies"),
+    "answer_readable": (C, "the API reference's answer object for the route: the choices[0], "
+                           "output or content every behaviour reads"),
     "http_status": (C, "the status the cited API documents for the request"),
     "sse_content_type": (C, SSE + ": text/event-stream"),
     "sse_framing": (C, SSE),

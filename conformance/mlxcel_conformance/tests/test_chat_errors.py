@@ -9,7 +9,8 @@ import pytest
 
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import CHAT_PATH, chat_json, chat_payload, response_of, with_model
+from mlxcel_conformance.flows import CHAT_PATH, chat_payload, response_of, with_model
+from mlxcel_conformance.readers import read_chat
 
 USER = [{"role": "user", "content": "Say hello."}]
 
@@ -47,4 +48,4 @@ def test_chat_malformed_json_is_400(client: SuiteClient, raw: bytes) -> None:
 def test_chat_serves_after_bad_input(client: SuiteClient, model_name: str | None) -> None:
     for case in sorted(BAD_BODIES):
         client.post(CHAT_PATH, with_model(model_name, BAD_BODIES[case]))
-    chat_json(client, chat_payload(model_name))
+    read_chat(client, chat_payload(model_name))

@@ -12,14 +12,13 @@ from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.flows import (
     COMPLETIONS_PATH,
-    answer_json,
-    check_answer_shape,
     completion_json,
     completion_payload,
     completion_stream,
     response_of,
     with_model,
 )
+from mlxcel_conformance.readers import read_chat, read_stream
 
 
 @pytest.mark.conformance(family="completions", feature="completions.json.body")
@@ -38,14 +37,14 @@ def test_completion_stream_framing(client: SuiteClient, model_name: str | None) 
 @pytest.mark.conformance(family="completions", feature="completions.stream.usage_chunk")
 def test_completion_stream_usage_chunk(client: SuiteClient, model_name: str | None) -> None:
     payload = completion_payload(model_name, stream_options={"include_usage": True})
-    check_usage_chunk_last(completion_stream(client, payload).chunks)
+    check_usage_chunk_last(read_stream(client, payload, COMPLETIONS_PATH).chunks)
 
 
 @pytest.mark.conformance(family="completions", feature="completions.stream.matches_json")
 def test_completion_stream_text_matches_json(client: SuiteClient, model_name: str | None) -> None:
     payload = completion_payload(model_name, max_tokens=12)
-    body = answer_json(client, payload, COMPLETIONS_PATH)
-    stream = completion_stream(client, payload)
+    body = read_chat(client, payload, COMPLETIONS_PATH)
+    stream = read_stream(client, payload, COMPLETIONS_PATH)
     if stream.content != body["choices"][0]["text"]:
         fail(
             "stream_matches_json",
@@ -53,15 +52,15 @@ def test_completion_stream_text_matches_json(client: SuiteClient, model_name: st
             streamed=stream.content,
             non_streamed=body["choices"][0]["text"],
         )
-    check_answer_shape(body, COMPLETIONS_PATH)
 
 
 @pytest.mark.conformance(
     family="completions", feature="completions.prompt.list_of_one", destructive=True
 )
 def test_completion_prompt_list_of_one_string(client: SuiteClient, model_name: str | None) -> None:
-    text = completion_json(client, completion_payload(model_name))["choices"][0]["text"]
-    listed = completion_json(client, completion_payload(model_name, ["The capital of France is"]))
+    text = read_chat(client, completion_payload(model_name), COMPLETIONS_PATH)["choices"][0]["text"]
+    listed = read_chat(client, completion_payload(model_name, ["The capital of France is"]),
+                       COMPLETIONS_PATH)
     if listed["choices"][0]["text"] != text:
         fail(
             "prompt_forms",
@@ -69,7 +68,7 @@ def test_completion_prompt_list_of_one_string(client: SuiteClient, model_name: s
             string_prompt=text,
             list_prompt=listed["choices"][0]["text"],
         )
-    completion_json(client, completion_payload(model_name))  # still serving
+    read_chat(client, completion_payload(model_name), COMPLETIONS_PATH)  # still serving
 
 
 BAD_BODIES: dict[str, Any] = {
@@ -92,4 +91,4 @@ def test_completion_invalid_body_is_400(
     status, body = response_of(client.post(COMPLETIONS_PATH, payload))
     check_error_body_openai(body, status=status, expected=400, case=case,
         source="OpenAI API reference, Completions request body; Error codes: 400")
-    completion_json(client, completion_payload(model_name, max_tokens=2))
+    read_chat(client, completion_payload(model_name, max_tokens=2), COMPLETIONS_PATH)

@@ -8,7 +8,8 @@ import pytest
 
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import CHAT_PATH, chat_json, chat_payload
+from mlxcel_conformance.flows import CHAT_PATH, chat_payload
+from mlxcel_conformance.readers import read_chat
 
 LONG = 3000
 
@@ -21,7 +22,7 @@ def test_disconnect_mid_stream_stops_generation(
 ) -> None:
     # Baseline: how long a short request takes on an idle server.
     started = time.monotonic()
-    chat_json(client, chat_payload(model_name, max_tokens=4))
+    read_chat(client, chat_payload(model_name, max_tokens=4))
     baseline = time.monotonic() - started
     payload = chat_payload(
         model_name,
@@ -41,7 +42,7 @@ def test_disconnect_mid_stream_stops_generation(
     # The abandoned generation would need thousands of tokens; a short request right after
     # must not wait for it.
     started = time.monotonic()
-    chat_json(client, chat_payload(model_name, max_tokens=4))
+    read_chat(client, chat_payload(model_name, max_tokens=4))
     elapsed = time.monotonic() - started
     if elapsed > max(5.0, 20 * baseline):
         fail(

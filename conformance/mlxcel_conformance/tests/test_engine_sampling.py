@@ -15,15 +15,8 @@ from mlxcel_conformance.checks.engine_checks import (
 )
 from mlxcel_conformance.checks.openai_common import chat_logprobs_entries
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
-from mlxcel_conformance.flows import (
-    CHAT_PATH,
-    answer_json,
-    chat_json,
-    chat_payload,
-    chat_stream,
-    check_answer_shape,
-    message_content,
-)
+from mlxcel_conformance.flows import CHAT_PATH, chat_payload, message_content
+from mlxcel_conformance.readers import read_chat, read_stream
 
 
 def _story(model_name: str | None, **fields: object) -> dict[str, object]:
@@ -33,10 +26,10 @@ def _story(model_name: str | None, **fields: object) -> dict[str, object]:
 @pytest.mark.conformance(family="mlxcel-ext", feature="sampling.seed.batched", extension="sampling")
 def test_seed_same_text_alone_and_batched(client: SuiteClient, model_name: str | None) -> None:
     payload = _story(model_name, temperature=1.0, seed=1234)
-    alone = message_content(chat_json(client, payload))
+    alone = message_content(read_chat(client, payload))
     others = [_story(model_name, temperature=1.0, seed=s) for s in (1, 2, 3)]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = [pool.submit(chat_json, client, p) for p in [payload, *others, payload]]
+        futures = [pool.submit(read_chat, client, p) for p in [payload, *others, payload]]
         bodies = [f.result() for f in futures]
     check_seeded_determinism(alone, [message_content(bodies[0]), message_content(bodies[-1])])
 
@@ -48,10 +41,10 @@ def test_logprobs_describe_sampled_token(
 ) -> None:
     payload = _story(model_name, temperature=0, logprobs=True, top_logprobs=3)
     if stream:
-        result = chat_stream(client, payload)
+        result = read_stream(client, payload)
         entries, content = chat_logprobs_entries(result.chunks), result.content
     else:
-        body = chat_json(client, payload)
+        body = read_chat(client, payload)
         entries, content = chat_logprobs_entries(body), message_content(body)
     check_logprobs_match_sampled_token(entries, content, greedy=True)
 
@@ -60,20 +53,16 @@ def test_logprobs_describe_sampled_token(
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 def test_stop_string_never_leaks(client: SuiteClient, model_name: str | None, stream: bool) -> None:
     base = _story(model_name, temperature=0)
-    bodies = [answer_json(client, base)]
-    unstopped = message_content(bodies[0])
+    unstopped = message_content(read_chat(client, base))
     if len(unstopped) < 8:
         pytest.skip("the model's reply is too short to place a stop string inside it")
     stop = unstopped[5:8]  # spans token boundaries on most tokenizers
     payload = {**base, "stop": [stop]}
     if stream:
-        content = chat_stream(client, payload).content
+        content = read_stream(client, payload).content
     else:
-        bodies.append(answer_json(client, payload))
-        content = message_content(bodies[-1])
+        content = message_content(read_chat(client, payload))
     check_stop_string_not_leaked(content, stop, unstopped)
-    for body in bodies:
-        check_answer_shape(body)
 
 
 EXTENSION_FIELDS: dict[str, dict[str, object]] = {
@@ -94,7 +83,7 @@ EXTENSION_FIELDS: dict[str, dict[str, object]] = {
 @pytest.mark.parametrize("name", sorted(EXTENSION_FIELDS))
 def test_extension_fields_accepted(client: SuiteClient, model_name: str | None, name: str) -> None:
     payload = _story(model_name, temperature=0.7, seed=5, **EXTENSION_FIELDS[name])
-    chat_json(client, payload)
+    read_chat(client, payload)
 
 
 @pytest.mark.conformance(family="mlxcel-ext", feature="sampling.extension_fields.invalid",
@@ -116,5 +105,5 @@ def test_loop_detection_stops_repetition(client: SuiteClient, model_name: str | 
     token = client.post("/tokenize", {"content": "a"}).json()["tokens"][0]
     payload = chat_payload(model_name, "hi", max_tokens=60, temperature=0, ignore_eos=True,
                            logit_bias={str(token): 100}, max_pattern_size=2, min_count=4)
-    body = chat_json(client, payload)
+    body = read_chat(client, payload)
     check_loop_stopped(body["usage"]["completion_tokens"], 60, body["choices"][0]["finish_reason"])

@@ -10,7 +10,8 @@ from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.flows import response_of, with_model
-from mlxcel_conformance.flows_typed import RESPONSES_PATH, responses_json, responses_payload
+from mlxcel_conformance.flows_typed import RESPONSES_PATH, responses_payload
+from mlxcel_conformance.readers import read_response
 
 IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
 FILE = {"type": "input_file", "file_id": "file-123"}
@@ -87,4 +88,4 @@ def test_responses_unknown_id_is_404(client: SuiteClient, method: str) -> None:
 def test_responses_malformed_json(client: SuiteClient, model_name: str | None) -> None:
     status, body = response_of(client.post_raw(RESPONSES_PATH, b"{not json"))
     check_error_body_openai(body, status=status, expected=400)
-    responses_json(client, responses_payload(model_name))  # still serving
+    read_response(client, responses_payload(model_name))  # still serving

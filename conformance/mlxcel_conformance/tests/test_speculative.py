@@ -22,7 +22,6 @@ from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.flows import (
     CHAT_PATH,
     COMPLETIONS_PATH,
-    answer_json,
     chat_payload,
     chat_stream,
     completion_payload,
@@ -30,6 +29,7 @@ from mlxcel_conformance.flows import (
     message_content,
     response_of,
 )
+from mlxcel_conformance.readers import read_chat
 
 # The fixture's longest scripted reply: a drafter trained on it, or prompt lookup on its
 # repeated phrases, gets drafts accepted. Any server's model answers something.
@@ -39,7 +39,7 @@ GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 48, "cache_prompt": Fa
 
 def _drafted_answer(client: SuiteClient, model: str | None) -> dict[str, Any]:
     """A greedy answer with the server's drafter; UNSUPPORTED when no drafter ran."""
-    body = answer_json(client, chat_payload(model, STORY, **GREEDY))
+    body = read_chat(client, chat_payload(model, STORY, **GREEDY))
     if not has_draft_timings(body):
         pytest.skip("UNSUPPORTED: no draft counters in timings: the server runs no "
                     "speculative drafter (mlxcel: start it with --draft-model or "
@@ -51,7 +51,7 @@ def _drafted_answer(client: SuiteClient, model: str | None) -> dict[str, Any]:
                          extension="timings_draft")
 def test_speculative_greedy_matches_plain(client: SuiteClient, model_name: str | None) -> None:
     drafted = _drafted_answer(client, model_name)
-    plain = answer_json(client, chat_payload(model_name, STORY, draft_model=None, **GREEDY))
+    plain = read_chat(client, chat_payload(model_name, STORY, draft_model=None, **GREEDY))
     check_no_draft_timings([plain], "the request set draft_model: null")
     check_speculative_exact(message_content(plain), message_content(drafted),
                             plain["usage"]["completion_tokens"],
@@ -63,11 +63,11 @@ def test_speculative_greedy_matches_plain(client: SuiteClient, model_name: str |
 def test_draft_timings_on_bodies(client: SuiteClient, model_name: str | None) -> None:
     drafted = _drafted_answer(client, model_name)
     check_draft_timings(drafted["timings"], drafted["usage"]["completion_tokens"])
-    completion = answer_json(client, completion_payload(model_name, "Once upon a time",
+    completion = read_chat(client, completion_payload(model_name, "Once upon a time",
                                                         **GREEDY), COMPLETIONS_PATH)
     if has_draft_timings(completion):
         check_draft_timings(completion["timings"], completion["usage"]["completion_tokens"])
-    one = answer_json(client, chat_payload(model_name, STORY, **{**GREEDY, "max_tokens": 1}))
+    one = read_chat(client, chat_payload(model_name, STORY, **{**GREEDY, "max_tokens": 1}))
     check_no_draft_timings([one], "the request ended inside prefill (max_tokens 1)")
 
 

@@ -22,14 +22,10 @@ from mlxcel_conformance.checks.vision import (
     solid_png,
 )
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import chat_json, chat_payload, message_content, response_of
-from mlxcel_conformance.flows_typed import (
-    messages_json,
-    messages_payload,
-    responses_json,
-    responses_payload,
-)
+from mlxcel_conformance.flows import chat_payload, message_content, response_of
+from mlxcel_conformance.flows_typed import messages_payload, responses_payload
 from mlxcel_conformance.goldens import family_golden_params, replay_golden
+from mlxcel_conformance.readers import read_chat, read_message, read_response
 
 CHAT_PATH = "/v1/chat/completions"
 QUESTION = "What colour is this image?"
@@ -60,7 +56,7 @@ def vision(reads_images: bool) -> None:
 @pytest.mark.conformance(family="vision", feature="vision.pixels_reach_model")
 def test_different_images_give_different_answers(client: SuiteClient, model_name: str | None,
                                                  vision: None) -> None:
-    answers = {name: message_content(chat_json(client, image_chat(model_name, png_data_uri(rgb))))
+    answers = {name: message_content(read_chat(client, image_chat(model_name, png_data_uri(rgb))))
                for name, rgb in (("red", RED), ("blue", BLUE))}
     check_pixels_reach_model(answers)
 
@@ -70,11 +66,11 @@ def test_chat_responses_and_messages_share_the_image_path(
         client: SuiteClient, model_name: str | None, vision: None) -> None:
     data = solid_png(BLUE)
     uri = "data:image/png;base64," + base64.b64encode(data).decode()
-    chat = message_content(chat_json(client, image_chat(model_name, uri)))
-    responses = responses_json(client, responses_payload(model_name, [{"role": "user", "content": [
+    chat = message_content(read_chat(client, image_chat(model_name, uri)))
+    responses = read_response(client, responses_payload(model_name, [{"role": "user", "content": [
         {"type": "input_image", "image_url": uri},
         {"type": "input_text", "text": QUESTION}]}], max_output_tokens=12))
-    message = messages_json(client, messages_payload(model_name, [
+    message = read_message(client, messages_payload(model_name, [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                      "data": base64.b64encode(data).decode()}},
         {"type": "text", "text": QUESTION}], max_tokens=12, temperature=0))
