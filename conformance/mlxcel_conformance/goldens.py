@@ -5,9 +5,10 @@ model names) the transcript must be identical, text and token counts included; f
 (logprobs, embeddings) within a relative 1e-4 (absolute 1e-5), since the last bits of a float
 depend on the BLAS and kernels the server runs on, not on what it does.
 ``shape``: any server; structure, JSON types, status codes and the order of stream event kinds
-must match, while text and counts may differ. Both modes return readable diffs. A body served
-as text (``text/plain``, subtitles) is kept as ``body_text`` and compared line by line in exact
-mode. A binary body (speech audio: ``audio/*``, ``image/*``, ``application/octet-stream``) is
+must match, while text and counts may differ; what every plain answer of the route carries is
+left to the body and parity features (``golden_base``). Both modes return readable diffs. A body
+served as text (``text/plain``, subtitles) is kept as ``body_text`` and compared line by line in
+exact mode. A binary body (speech audio: ``audio/*``, ``image/*``, ``application/octet-stream``) is
 kept as ``body_binary``, its SHA-256 digest and length, not its bytes: exact mode compares both,
 shape mode only the content type (``golden_binary``). Goldens recorded on a capability's own
 fixture (``vision``, ``audio``, ``images``) are replayed by that family behind its probe
@@ -25,10 +26,11 @@ from typing import Any
 from . import spec
 from .checks.anthropic_events import check_anthropic_stream
 from .checks.openai_common import is_int, is_number
-from .checks.registry import check, fail
+from .checks.registry import REGISTRY, check, fail
 from .checks.responses_events import check_responses_stream
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError, Severity
+from .golden_base import is_base, left_to_base
 from .golden_binary import binary_summary, compare_binary, is_binary
 from .golden_cases import GoldenCase
 from .golden_diff import format_case
@@ -227,21 +229,25 @@ def _is_fraction(value: Any) -> bool:
     return isinstance(value, float) and not value.is_integer()
 
 
-def compare_shape(expected: Any, got: Any, path: str = "$") -> list[str]:
+def compare_shape(expected: Any, got: Any, path: str = "$", root: Any = None,
+                  at: tuple[Any, ...] = ()) -> list[str]:
     """Structure without the reference's own choices: the JSON kind of every key both sides
     carry. Which keys must be present is the public contract's business, checked on the raw
     answer against the contract view of the spec (``contract_diffs``): a key the reference
     happens to send (``system_fingerprint``, ``reasoning_content``, a tool argument the model
-    chose) is no requirement of another server."""
+    chose) is no requirement of another server. With ``root`` (``got`` as a whole), a key of a
+    base object (``golden_base``) is left to the body and parity features."""
     if expected is None or got is None:
         return []  # a null says nothing about the type the field may take
     if _kind(expected) != _kind(got):
+        if root is not None and at and is_base(root, at):
+            return []
         return [f"{path}: expected {_kind(expected)}, got {_kind(got)} ({_short(got)})"]
     if isinstance(expected, dict):
         return [d for k in expected if k in got
-                for d in compare_shape(expected[k], got[k], f"{path}.{k}")]
+                for d in compare_shape(expected[k], got[k], f"{path}.{k}", root, (*at, k))]
     if isinstance(expected, list) and expected and got:
-        return compare_shape(expected[0], got[0], f"{path}[0]")
+        return compare_shape(expected[0], got[0], f"{path}[0]", root, (*at, 0))
     return []
 
 
@@ -270,14 +276,14 @@ def contract_diffs(method: str, path: str, got: dict[str, Any]) -> list[str]:
     if got["content_type"] == "text/event-stream":
         events = parse_sse(raw).events
         diffs = [f"event {i}: {error}" for i, event in enumerate(events)
-                 for error in spec.validate_sse_event(method, path, event.data, event.event)[:1]
-                 ][:5]
+                 for error in spec.validate_sse_event(method, path, event.data, event.event,
+                                                      ignore=left_to_base)[:1]][:5]
         return diffs or _state_machine_diffs(path, events)
     try:
         body = json.loads(raw)
     except ValueError:
         return []
-    errors = spec.validate_json(method, path, got["status"], body)
+    errors = spec.validate_json(method, path, got["status"], body, ignore=left_to_base)
     return [f"body{error}" for error in errors if "is not documented" not in error][:5]
 
 
@@ -355,15 +361,25 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
         firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])
                   if k not in UNORDERED}
         gots = {k: e for e, k in reversed([(e, _event_kind(e)) for e in have])}
-        return [d for k in firsts for d in compare_shape(firsts[k], gots.get(k), f"event:{k}")]
+        return [d for k in firsts for d in compare_shape(
+            firsts[k], gots.get(k), f"event:{k}", *_rooted(gots.get(k), mode))]
     if "body_binary" in expected:
         return compare_binary(expected["body_binary"], got, mode)
     if "body" in expected and "body" not in got:
         return [f"body: expected JSON, got text {_short(got.get('body_text', ''))}"]
     if "body_text" in expected:
         return _compare_text(expected["body_text"], got, mode)
-    compare = compare_exact if mode == "exact" else compare_shape
-    return compare(expected.get("body"), got.get("body"), "body")
+    if mode == "exact":
+        return compare_exact(expected.get("body"), got.get("body"), "body")
+    return compare_shape(expected.get("body"), got.get("body"), "body", got.get("body"))
+
+
+def _rooted(event: Any, mode: str) -> tuple[Any, tuple[Any, ...]]:
+    """Where ``compare_shape`` starts in a streamed event: at its data (named events keep it
+    under ``data``), so base objects are found from the event's root."""
+    if mode == "exact" or not isinstance(event, dict):
+        return None, ()
+    return (event, ("data",)) if "event" in event and "data" in event else (event, ())
 
 
 def _compare_text(expected: str, got: dict[str, Any], mode: str) -> list[str]:
@@ -402,11 +418,25 @@ def check_golden(
                 "public contract (the contract view of openapi/)")),
             mode=mode,
             case=case,
+            defect=_defect(case, diffs),
             diffs=diffs[:40],
             got_status=got.get("status"),
             got=next((got[k] for k in ("body", "events", "body_text", "body_binary")
                       if k in got), None),
         )
+
+
+def _defect(case: str, diffs: list[str]) -> str:
+    """What a failing golden is about, for the report's distinct defects: a diff another check
+    found (the event state machine) is that check's defect, so the golden and the feature made
+    for it count once; a wrong status or content type belongs to the case's request (the same
+    case name on several routes is the same bad input); a body or event diff is itself."""
+    first = diffs[0]
+    if first.split(":", 1)[0] in REGISTRY:
+        return first
+    if first.startswith(("status", "content-type")):
+        return f"golden {case.rsplit('/', 1)[-1]}: " + "; ".join(diffs[:3])
+    return "golden: " + "; ".join(diffs[:3])
 
 
 def _kind(value: Any) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mlxcel_conformance.checks.openai_chat import check_chat_completion_body
 from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.golden_binary import binary_summary
 from mlxcel_conformance.golden_media_cases import IMAGE_CASES, SPEECH_CASES
@@ -76,19 +77,81 @@ def _raw(body: Any, status: int = 200) -> dict[str, Any]:
             RAW: json.dumps(body)}
 
 
-def test_shape_mode_holds_the_raw_answer_to_the_contract_view_of_the_spec() -> None:
-    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": "hi"}}]}
-    assert contract_diffs("POST", "/v1/chat/completions", _raw(body)) == []
-    broken = copy.deepcopy(body)
-    del broken["choices"][0]["finish_reason"]
-    assert any("finish_reason" in d for d in contract_diffs("POST", "/v1/chat/completions",
-                                                            _raw(broken)))
-    expected = {"status": 200, "content_type": "application/json", "body": normalize(body)}
+CHAT = ("POST", "/v1/chat/completions")
+PLAIN: dict[str, Any] = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                                      "message": {"role": "assistant", "content": "hi"}}]}
+CALL = {"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+
+
+def _with_call(call: dict[str, Any]) -> dict[str, Any]:
+    body = copy.deepcopy(PLAIN)
+    body["choices"][0].update(finish_reason="tool_calls")
+    body["choices"][0]["message"].update(content=None, tool_calls=[call])
+    return body
+
+
+def test_shape_mode_holds_what_the_case_adds_to_the_contract_view_of_the_spec() -> None:
+    assert contract_diffs(*CHAT, _raw(_with_call(CALL))) == []
+    broken = _with_call({k: v for k, v in CALL.items() if k != "id"})
+    diffs = contract_diffs(*CHAT, _raw(broken))
+    assert any("tool_calls/0" in d and "'id'" in d for d in diffs), diffs
+    expected = {"status": 200, "content_type": "application/json",
+                "body": normalize(_with_call(CALL))}
     with pytest.raises(ConformanceFailure):
-        check_golden(expected, _raw(broken), "shape", "case", ("POST", "/v1/chat/completions"))
-    check_golden(expected, _raw(body), "shape", "case", ("POST", "/v1/chat/completions"))
+        check_golden(expected, _raw(broken), "shape", "case", CHAT)
+    check_golden(expected, _raw(_with_call(CALL)), "shape", "case", CHAT)
+
+
+def test_shape_mode_leaves_the_base_objects_to_the_body_and_parity_features() -> None:
+    """One defect, one FAIL: a chat body without `choices[].logprobs` (llama-server's) fails
+    chat.json.body and parity.chat.json, not every golden with a chat body."""
+    bare = copy.deepcopy(PLAIN)
+    del bare["choices"][0]["logprobs"]
+    del bare["choices"][0]["finish_reason"]
+    assert contract_diffs(*CHAT, _raw(bare)) == []
+    expected = {"status": 200, "content_type": "application/json", "body": normalize(PLAIN)}
+    check_golden(expected, _raw(bare), "shape", "chat/hello", CHAT)
+    with pytest.raises(ConformanceFailure) as failure:
+        check_golden(expected, _raw(bare), "exact", "chat/hello", CHAT)  # exact stays strict
+    assert "logprobs" in str(failure.value.evidence["diffs"])
+    with pytest.raises(ConformanceFailure) as failure:
+        check_chat_completion_body(bare)  # what chat.json.body and parity.chat.json run
+    assert failure.value.check == "chat_completion_body"
+
+
+def test_shape_mode_leaves_event_keys_and_error_envelopes_to_their_features() -> None:
+    # sequence_number is on every Responses event: responses.stream.event_order judges it
+    delta = {"type": "response.function_call_arguments.delta", "item_id": "fc_1",
+             "output_index": 0, "delta": "{"}
+    raw = {"status": 200, "content_type": "text/event-stream",
+           RAW: f"event: {delta['type']}\ndata: {json.dumps(delta)}\n\n"}
+    assert not any("sequence_number" in d for d in contract_diffs("POST", "/v1/responses", raw))
+    # an integer error.code is the error features' business (they accept it), not a golden's
+    expected = {"status": 400, "content_type": "application/json",
+                "body": {"error": {"message": "m", "type": "t", "param": None, "code": "c"}}}
+    got = {"status": 400, "content_type": "application/json",
+           "body": {"error": {"message": "m", "type": "t", "code": 400}}}
+    assert compare_transcripts(expected, got, "shape") == []
+    assert compare_transcripts(expected, got, "exact") != []
+
+
+def test_shape_mode_judges_the_kinds_of_what_the_case_adds() -> None:
+    expected = {"status": 200, "content_type": "application/json", "body": _with_call(CALL)}
+    wrong = _with_call({**CALL, "function": {"name": "get_weather",
+                                             "arguments": {"city": "Paris"}}})
+    got = {"status": 200, "content_type": "application/json", "body": wrong}
+    diffs = compare_transcripts(expected, got, "shape")
+    assert diffs and "arguments" in diffs[0]
+
+
+def test_a_thinking_block_without_its_signature_is_the_golden_s_to_catch() -> None:
+    start = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "thinking", "thinking": ""}}
+    raw = {"status": 200, "content_type": "text/event-stream",
+           RAW: f"event: content_block_start\ndata: {json.dumps(start)}\n\n"}
+    assert contract_diffs("POST", "/v1/messages", raw)
 
 
 def test_pings_and_role_chunks_have_no_place_in_the_order() -> None:
