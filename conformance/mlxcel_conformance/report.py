@@ -3,17 +3,22 @@ and `conformance.md` (the human matrix), plus the one summary line printed at th
 
 Merging: several tests may contribute to one (family, feature). FAIL wins over ERROR, ERROR over
 PASS, PASS over UNSUPPORTED: a feature is UNSUPPORTED only when nothing about it ran.
+
+Each failing test also leaves a defect entry (``defects``): the report counts and lists the
+distinct defects behind its FAILs, each once with the features it fails.
 """
 
 from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mlxcel_conformance import defects as defects_
 from mlxcel_conformance.errors import ConformanceFailure, Severity, clip_evidence
 from mlxcel_conformance.profiles import FAMILIES
 
@@ -47,6 +52,8 @@ class Record:
     # "contract" (a public API's requirement) or "extension" (an mlxcel feature the target
     # claims): the report counts the two apart.
     tier: str = "contract"
+    # one entry per failing test ({"key", "check", "message", "source"}; see defects.py)
+    defects: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod
     def from_failure(
@@ -83,6 +90,7 @@ class Record:
             "evidence": clip_evidence(self.evidence),
             "duration_s": round(self.duration_s, 3),
             "tier": self.tier,
+            "defects": list(self.defects),
         }
 
     @classmethod
@@ -96,6 +104,7 @@ def merge_records(first: Record, second: Record) -> Record:
     verdict = winner.verdict
     same = [record for record in (first, second) if record.verdict is verdict]
     messages = list(dict.fromkeys(r.message for r in same if r.message))
+    found = {d["key"]: d for r in same if r.verdict is Verdict.FAIL for d in r.defects}
     severities = [r.severity for r in same if r.severity is not None]
     return replace(
         first,
@@ -105,6 +114,7 @@ def merge_records(first: Record, second: Record) -> Record:
         message="; ".join(messages),
         evidence=next((r.evidence for r in same if r.evidence), {}),
         duration_s=first.duration_s + second.duration_s,
+        defects=list(found.values()),
     )
 
 
@@ -116,9 +126,9 @@ def _family_key(family: str) -> tuple[int, str]:
     return (FAMILIES.index(family) if family in FAMILIES else len(FAMILIES), family)
 
 
-def _cell(text: str) -> str:
-    if len(text) > _CELL_LIMIT:
-        text = text[:_CELL_LIMIT] + "…"
+def _cell(text: str, limit: int = _CELL_LIMIT) -> str:
+    if len(text) > limit:
+        text = text[:limit] + "…"
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
@@ -143,6 +153,27 @@ def _tier_section(tier: str, records: list[Record]) -> list[str]:
     return lines
 
 
+Link = Callable[[str, str], str]
+
+
+def defects_section(found: list[defects_.Defect], link: Link | None = None) -> list[str]:
+    """The distinct defects behind the FAILs, each once, with the features it fails (each
+    linked to its evidence where ``link`` gives the address of a (family, feature))."""
+    if not found:
+        return []
+    lines = ["", '<a id="distinct-defects"></a>', "", f"## Distinct defects: {len(found)}", "",
+             "Each row is one thing the server does wrong (FAILs grouped by check and cause), "
+             "with every feature it fails.", "",
+             "| # | defect | checks | features | source |", "|---:|---|---|---|---|"]
+    for number, defect in enumerate(found, 1):
+        checks = ", ".join(f"`{name}`" for name in defect.checks)
+        features = ", ".join(f"[{feature}]({link(family, feature)})" if link else feature
+                             for family, feature in defect.features)
+        lines.append(f"| {number} | {_cell(defect.message)} | {checks} | "
+                     f"{_cell(features, limit=100_000)} | {_cell(defect.source)} |")
+    return lines
+
+
 @dataclass
 class Report:
     target: str
@@ -154,6 +185,9 @@ class Report:
     def add(self, record: Record) -> Record:
         """Add a test's record, merged with earlier ones for the same feature."""
         key = (record.family, record.feature)
+        if record.verdict is Verdict.FAIL and not record.defects:
+            record.defects = [defects_.entry(record.checks[-1] if record.checks else "?",
+                                             record.message, record.evidence)]
         earlier = self._by_feature.get(key)
         merged = record if earlier is None else merge_records(earlier, record)
         self._by_feature[key] = merged
@@ -192,6 +226,9 @@ class Report:
             table[record.tier][record.verdict.value] += 1
         return table
 
+    def distinct_defects(self) -> list[defects_.Defect]:
+        return defects_.distinct(record.to_dict() for record in self.records)
+
     def summary_line(self) -> str:
         counts = ", ".join(f"{n} {verdict.value}" for verdict, n in self.counts().items())
         fails = self.tier_counts()
@@ -212,6 +249,7 @@ class Report:
                 "line": self.summary_line(),
                 "counts": {v.value: n for v, n in self.counts().items()},
                 "tiers": self.tier_counts(),
+                "distinct_defects": len(self.distinct_defects()),
             },
             "families": self.family_counts(),
             "records": [record.to_dict() for record in self.records],
@@ -232,7 +270,7 @@ class Report:
             report.add(Record.from_dict(record))
         return report
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, link: Link | None = None) -> str:
         verdicts = [v.value for v in Verdict]
         lines = [
             "# Conformance report",
@@ -253,8 +291,13 @@ class Report:
                   "|---|" + "---:|" * len(verdicts)]
         for family, row in self.family_counts().items():
             lines.append(f"| {family} | " + " | ".join(str(row[v]) for v in verdicts) + " |")
+        found = self.distinct_defects()
+        if found:
+            lines += ["", f"FAILs come from [{len(found)} distinct defects](#distinct-defects), "
+                      "listed after the matrix, each once with the features it fails."]
         for tier in TIERS:
             lines += _tier_section(tier, [r for r in self.records if r.tier == tier])
+        lines += defects_section(found, link)
         return "\n".join(lines) + "\n"
 
     def write(self, directory: str | Path) -> tuple[Path, Path]:

@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from .defects import distinct
 from .golden_diff import format_case
 
 HTML_NAME = "conformance.html"
@@ -75,6 +76,25 @@ def _row(record: dict[str, Any]) -> str:
     )
 
 
+def _defects(records: list[dict[str, Any]]) -> str:
+    """The distinct defects behind the FAILs (``<table id="defects">``), each feature linked to
+    its row."""
+    found = distinct(records)
+    if not found:
+        return ""
+    rows = "".join(
+        f"<tr><td>{number}</td><td class=\"msg\">{esc(d.message)}</td><td>"
+        + ", ".join(f"<code>{esc(c)}</code>" for c in d.checks) + "</td><td>"
+        + ", ".join(f"<a href=\"#{anchor(family, feature)}\">{esc(feature)}</a>"
+                    for family, feature in d.features)
+        + f"</td><td>{esc(d.source)}</td></tr>"
+        for number, d in enumerate(found, 1))
+    return (f"<h2 id=\"distinct-defects\">Distinct defects: {len(found)}</h2>\n"
+            "<p>Each row is one thing the server does wrong (FAILs grouped by check and cause), "
+            "with every feature it fails.</p>\n<table id=\"defects\"><tr><th>#</th>"
+            f"<th>defect</th><th>checks</th><th>features</th><th>source</th></tr>{rows}</table>\n")
+
+
 def render_report(report: dict[str, Any], title: str = "Conformance report",
                   preamble: str = "") -> str:
     """The page for one report, given ``Report.to_dict()`` (or the JSON file's content)."""
@@ -90,7 +110,8 @@ def render_report(report: dict[str, Any], title: str = "Conformance report",
         f"{preamble}<p class=\"summary\"><code>{esc(report['summary']['line'])}</code></p>\n"
         "<h2>Families</h2>\n<table id=\"families\"><tr><th>family</th>"
         + "".join(f"<th>{esc(v)}</th>" for v in verdicts) + f"</tr>{families}</table>\n"
-        "<h2>Features</h2>\n<table id=\"matrix\"><tr><th>family</th><th>feature</th>"
+        + _defects(report.get("records", []))
+        + "<h2>Features</h2>\n<table id=\"matrix\"><tr><th>family</th><th>feature</th>"
         f"<th>verdict</th><th>checks</th><th>message and evidence</th></tr>\n{rows}\n</table>"
     )
     return page(title, body)

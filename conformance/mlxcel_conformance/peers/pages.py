@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..defects import distinct
 from ..report import Report
 from ..report_html import anchor, esc, evidence_text, page, render_report
 
@@ -37,7 +38,8 @@ def peer_markdown(doc: dict[str, Any]) -> str:
     peer = doc["peer"]
     report = Report.from_dict(doc)
     # The suite's own matrix (summary line first), its title replaced by the peer's.
-    matrix = report.to_markdown().split("\n", 1)[1]
+    matrix = report.to_markdown(link=lambda family, feature: f"#{anchor(family, feature)}"
+                                ).split("\n", 1)[1]
     lines = [
         f"# {peer['name']}: conformance",
         "",
@@ -162,9 +164,12 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
              "Contract FAILs each cite the public contract (spec section or real recording) the "
              "server breaks; extension FAILs judge mlxcel's own features and count only where "
              "the profile claims them.", "",
+             "A distinct defect is one thing the server does wrong: its FAILs grouped by check "
+             "and cause (several features may fail for one defect; each peer's page lists every "
+             "defect once, with the features it fails).", "",
              "| server | profile | contract FAIL | contract PASS | extension FAIL | "
-             "extension PASS | UNSUPPORTED | FAILs citing a source |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "extension PASS | UNSUPPORTED | FAILs citing a source | distinct defects |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for doc in docs:
         tiers = tier_counts(doc)
         contract, extension = tiers.get("contract", {}), tiers.get("extension", {})
@@ -174,7 +179,8 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {doc['peer']['name']} | `{doc['profile']}` | {contract.get('FAIL', 0)} | "
             f"{contract.get('PASS', 0)} | {extension.get('FAIL', 0)} | "
-            f"{extension.get('PASS', 0)} | {unsupported} | {cited} of {len(fails)} |")
+            f"{extension.get('PASS', 0)} | {unsupported} | {cited} of {len(fails)} | "
+            f"[{len(distinct(doc['records']))}]({doc['peer']['name']}.md#distinct-defects) |")
     return lines
 
 

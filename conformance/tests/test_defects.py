@@ -1,0 +1,137 @@
+"""Distinct defects: FAILs grouped by check and cause, counted per peer and listed once each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.defects import distinct, entry, normalize
+from mlxcel_conformance.errors import ConformanceFailure
+from mlxcel_conformance.goldens import check_golden
+from mlxcel_conformance.peers import pages
+from mlxcel_conformance.report import Record, Report, Verdict
+from mlxcel_conformance.report_html import anchor
+
+LOGPROBS = "choices[0] lacks the `logprobs` key (null is fine)"
+
+
+def _failure(check: str, message: str, **evidence: Any) -> ConformanceFailure:
+    with pytest.raises(ConformanceFailure) as info:
+        fail(check, message, **evidence)
+    return info.value
+
+
+def _fail(report: Report, feature: str, failure: ConformanceFailure,
+          family: str = "chat") -> None:
+    report.add(Record(family, feature, Verdict.FAIL, checks=[failure.check],
+                      message=failure.message, evidence=failure.evidence))
+
+
+def test_positions_are_not_part_of_a_cause() -> None:
+    assert normalize("chunk 3 changes ['created'] within one stream") == \
+        normalize("chunk 11 changes ['created'] within one stream")
+    assert normalize("event 2 (response.output_item.added): output_index None, expected the "
+                     "next index 0") == normalize("event 7 (response.output_item.added): "
+                                                  "output_index None, expected the next index 0")
+    assert normalize("body/choices/0: 'id' is required") == "body/choices/N: 'id' is required"
+    assert normalize("HTTP 500 for a client error") == "HTTP 500 for a client error"
+
+
+def test_one_defect_failing_two_features_counts_once() -> None:
+    report = Report(target="t", profile="llama-server")
+    _fail(report, "chat.json.body", _failure("chat_completion_body", LOGPROBS))
+    _fail(report, "parity.chat.json", _failure("chat_completion_body", LOGPROBS))
+    _fail(report, "chat.errors.malformed_json",
+          _failure("error_status", "HTTP 500 for a client error (malformed JSON)"))
+    found = report.distinct_defects()
+    assert [len(d.features) for d in found] == [2, 1]
+    assert found[0].features == [("chat", "chat.json.body"), ("chat", "parity.chat.json")]
+    assert found[0].checks == ["chat_completion_body"] and "Chat Completions" in found[0].source
+    assert report.to_dict()["summary"]["distinct_defects"] == 2
+
+
+def test_a_feature_failing_for_two_causes_lists_both() -> None:
+    report = Report(target="t", profile="p")
+    for case in ("messages_empty", "role_unknown", "messages_empty"):
+        _fail(report, "chat.errors.invalid_body", _failure(
+            "error_status", f"HTTP 200: the server accepted a request the API rejects ({case})"))
+    (record,) = report.records
+    assert len(record.defects) == 2
+    assert len(report.distinct_defects()) == 2
+
+
+def test_a_golden_speaking_for_the_event_machine_counts_with_its_feature() -> None:
+    report = Report(target="t", profile="p")
+    machine = ("event 2 (response.output_item.added): output_index None, expected the next "
+               "index 0")
+    _fail(report, "responses.stream.event_order",
+          _failure("responses_event_order", machine), family="responses")
+    response = {"id": "r", "object": "response", "status": "in_progress", "output": []}
+    events = [{"type": "response.created", "response": response},
+              {"type": "response.in_progress", "response": response},
+              {"type": "response.output_item.added",  # llama-server's: no output_index
+               "item": {"type": "message", "id": "m", "role": "assistant", "content": []}}]
+    raw = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    with pytest.raises(ConformanceFailure) as info:
+        check_golden({"status": 200, "content_type": "text/event-stream", "events": []},
+                     {"status": 200, "content_type": "text/event-stream", "events": [],
+                      "_raw": raw}, "shape", "responses/count_stream", ("POST", "/v1/responses"))
+    assert info.value.evidence["defect"].split(":")[0] == "responses_event_order"
+    _fail(report, "golden.responses.count_stream", info.value, family="responses")
+    # a golden whose status differs counts with the same bad input on other routes
+    status = {"status": 400, "content_type": "application/json", "body": {}}
+    for case in ("chat/error_malformed_json", "responses/error_malformed_json"):
+        with pytest.raises(ConformanceFailure) as info:
+            check_golden(status, {**status, "status": 500}, "shape", case)
+        _fail(report, f"golden.{case.replace('/', '.')}", info.value)
+    found = {d.key.split(":")[0]: d.features for d in report.distinct_defects()}
+    assert found == {
+        "responses_event_order": [("responses", "responses.stream.event_order"),
+                                  ("responses", "golden.responses.count_stream")],
+        "golden error_malformed_json": [("chat", "golden.chat.error_malformed_json"),
+                                        ("chat", "golden.responses.error_malformed_json")]}
+
+
+def test_transport_failures_name_their_route() -> None:
+    one = entry("ReadTimeout", "ReadTimeout: timed out", {
+        "transport_error": "ReadTimeout", "request": "POST http://h/v1/chat/completions"})
+    two = entry("ReadTimeout", "ReadTimeout: timed out", {
+        "transport_error": "ReadTimeout", "request": "POST http://h/v1/messages"})
+    assert one["key"] != two["key"] and "/v1/messages" in two["key"]
+
+
+def test_records_written_before_defects_were_kept_still_count() -> None:
+    old = {"family": "chat", "feature": "x", "verdict": "FAIL", "checks": ["c"],
+           "message": "m", "evidence": {"source": "s"}}
+    assert [d.features for d in distinct([old, {**old, "feature": "y"}])] == [
+        [("chat", "x"), ("chat", "y")]]
+
+
+def _peer(name: str, failures: dict[str, str]) -> dict[str, object]:
+    report = Report(target="http://x", profile=name)
+    for feature, message in failures.items():
+        _fail(report, feature, _failure("chat_completion_body", message))
+    report.finish()
+    return pages.peer_document(report, {"name": name, "description": name, "version": "1"})
+
+
+def test_pages_count_and_list_each_defect_once(tmp_path: Path) -> None:
+    pages.write_peer(tmp_path, _peer("llama-server", {
+        "chat.json.body": LOGPROBS, "parity.chat.json": LOGPROBS,
+        "chat.stream.framing": "chunk 3 changes ['created'] within one stream"}))
+    pages.write_index(tmp_path)
+    index = (tmp_path / "index.md").read_text()
+    assert "distinct defects |" in index
+    assert "| 3 of 3 | [2](llama-server.md#distinct-defects) |" in index
+    page = (tmp_path / "llama-server.md").read_text()
+    assert '<a id="distinct-defects"></a>' in page and "## Distinct defects: 2" in page
+    row = next(line for line in page.splitlines() if line.startswith("| 1 |"))
+    assert LOGPROBS.replace("|", "\\|") in row
+    assert f"[chat.json.body](#{anchor('chat', 'chat.json.body')})" in row
+    assert f"[parity.chat.json](#{anchor('chat', 'parity.chat.json')})" in row
+    html = (tmp_path / "llama-server.html").read_text()
+    assert 'id="distinct-defects"' in html and "Distinct defects: 2" in html
