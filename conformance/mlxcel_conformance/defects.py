@@ -6,8 +6,10 @@ break the same event rule), and one feature may fail for several (its parameter 
 failing test's failure becomes one defect entry: its ``key`` is the check and the cause, where
 the cause is what the check names (``evidence["defect"]``, set where a check speaks for another:
 a golden whose diff came from an event state machine counts under that machine's check) or the
-failure's message with positions left out (``chunk 3`` and ``chunk 5`` are one cause). A
-transport failure's cause also names the route it happened on.
+failure's message with positions left out (``chunk 3`` and ``chunk 5`` are one cause; a
+wrong status is its status, whatever bad input showed it). The family (a route, or a client
+like the OpenAI SDK) is part of the key: one cause on two routes is two defects. A transport
+failure's cause also names the request it happened on.
 """
 
 from __future__ import annotations
@@ -34,16 +36,17 @@ def normalize(text: str) -> str:
     return " ".join(text.split())[:KEY_LIMIT]
 
 
-def entry(check: str, message: str, evidence: Mapping[str, Any]) -> dict[str, str]:
-    """The defect of one failing test."""
+def entry(check: str, message: str, evidence: Mapping[str, Any],
+          family: str = "") -> dict[str, str]:
+    """The defect of one failing test of ``family`` (a family is a route or a client: one
+    cause on two routes is two defects)."""
     cause = evidence.get("defect")
-    if isinstance(cause, str) and cause:
-        key = normalize(cause)
-    else:
-        key = normalize(f"{check}: {message}")
+    if not (isinstance(cause, str) and cause):
+        cause = f"{check}: {message}"
         request = evidence.get("request")
         if evidence.get("transport_error") and isinstance(request, str):
-            key = normalize(f"{check} on {request.split('?')[0]}: {message}")
+            cause = f"{check} on {request.split('?')[0]}: {message}"
+    key = normalize(f"[{family}] {cause}" if family else cause)
     return {"key": key, "check": check, "message": message[:KEY_LIMIT],
             "source": str(evidence.get("source") or "")}
 
@@ -68,7 +71,7 @@ def distinct(records: Iterable[Mapping[str, Any]]) -> list[Defect]:
             continue
         entries = record.get("defects") or [entry(
             (record.get("checks") or ["?"])[-1], str(record.get("message", "")),
-            record.get("evidence") or {})]
+            record.get("evidence") or {}, str(record.get("family", "")))]
         for item in entries:
             defect = found.setdefault(item["key"], Defect(item["key"], item["message"],
                                                           item["source"]))

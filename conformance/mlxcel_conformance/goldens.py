@@ -25,6 +25,7 @@ from typing import Any
 
 from . import spec
 from .checks.anthropic_events import check_anthropic_stream
+from .checks.errors_checks import status_problem
 from .checks.openai_common import is_int, is_number
 from .checks.registry import REGISTRY, check, fail
 from .checks.responses_events import check_responses_stream
@@ -418,7 +419,7 @@ def check_golden(
                 "public contract (the contract view of openapi/)")),
             mode=mode,
             case=case,
-            defect=_defect(case, diffs),
+            defect=_defect(case, diffs, expected["status"], got.get("status")),
             diffs=diffs[:40],
             got_status=got.get("status"),
             got=next((got[k] for k in ("body", "events", "body_text", "body_binary")
@@ -426,14 +427,17 @@ def check_golden(
         )
 
 
-def _defect(case: str, diffs: list[str]) -> str:
+def _defect(case: str, diffs: list[str], expected: int, got: int | None) -> str:
     """What a failing golden is about, for the report's distinct defects: a diff another check
-    found (the event state machine) is that check's defect, so the golden and the feature made
-    for it count once; a wrong status or content type belongs to the case's request (the same
-    case name on several routes is the same bad input); a body or event diff is itself."""
+    found (the event state machine) is that check's defect, and a client error answered with
+    the wrong status is ``error_status``'s, so the golden and the feature made for it count
+    once; another wrong status or content type belongs to the case; a body or event diff is
+    itself."""
     first = diffs[0]
     if first.split(":", 1)[0] in REGISTRY:
         return first
+    if first.startswith("status") and expected >= 400 and got is not None:
+        return f"error_status: {status_problem(got, {expected})}"
     if first.startswith(("status", "content-type")):
         return f"golden {case.rsplit('/', 1)[-1]}: " + "; ".join(diffs[:3])
     return "golden: " + "; ".join(diffs[:3])

@@ -187,7 +187,7 @@ class Report:
         key = (record.family, record.feature)
         if record.verdict is Verdict.FAIL and not record.defects:
             record.defects = [defects_.entry(record.checks[-1] if record.checks else "?",
-                                             record.message, record.evidence)]
+                                             record.message, record.evidence, record.family)]
         earlier = self._by_feature.get(key)
         merged = record if earlier is None else merge_records(earlier, record)
         self._by_feature[key] = merged

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mlxcel_conformance.checks.errors_checks import check_error_status
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.defects import distinct, entry, normalize
 from mlxcel_conformance.errors import ConformanceFailure
@@ -45,8 +46,7 @@ def test_one_defect_failing_two_features_counts_once() -> None:
     report = Report(target="t", profile="llama-server")
     _fail(report, "chat.json.body", _failure("chat_completion_body", LOGPROBS))
     _fail(report, "parity.chat.json", _failure("chat_completion_body", LOGPROBS))
-    _fail(report, "chat.errors.malformed_json",
-          _failure("error_status", "HTTP 500 for a client error (malformed JSON)"))
+    _fail(report, "chat.errors.malformed_json", _status(500))
     found = report.distinct_defects()
     assert [len(d.features) for d in found] == [2, 1]
     assert found[0].features == [("chat", "chat.json.body"), ("chat", "parity.chat.json")]
@@ -54,17 +54,29 @@ def test_one_defect_failing_two_features_counts_once() -> None:
     assert report.to_dict()["summary"]["distinct_defects"] == 2
 
 
-def test_a_feature_failing_for_two_causes_lists_both() -> None:
+def _status(status: int, case: str | None = None) -> ConformanceFailure:
+    with pytest.raises(ConformanceFailure) as info:
+        check_error_status(status, 400, case=case)
+    return info.value
+
+
+def test_a_wrong_status_is_one_defect_whatever_bad_input_showed_it() -> None:
     report = Report(target="t", profile="p")
-    for case in ("messages_empty", "role_unknown", "messages_empty"):
-        _fail(report, "chat.errors.invalid_body", _failure(
-            "error_status", f"HTTP 200: the server accepted a request the API rejects ({case})"))
-    (record,) = report.records
-    assert len(record.defects) == 2
-    assert len(report.distinct_defects()) == 2
+    for case in ("messages_empty", "role_unknown"):
+        _fail(report, "chat.errors.invalid_body", _status(200, case))
+    _fail(report, "chat.tools.choice_errors", _status(200, "named_undeclared"))
+    _fail(report, "chat.errors.malformed_json", _status(500))
+    (accepted, crashed) = report.distinct_defects()
+    assert accepted.features == [("chat", "chat.errors.invalid_body"),
+                                 ("chat", "chat.tools.choice_errors")]
+    assert "accepted a request the API rejects" in accepted.key
+    assert crashed.features == [("chat", "chat.errors.malformed_json")]
+    # one cause on another route is another defect
+    _fail(report, "responses.errors.malformed_json", _status(500), family="responses")
+    assert len(report.distinct_defects()) == 3
 
 
-def test_a_golden_speaking_for_the_event_machine_counts_with_its_feature() -> None:
+def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
     report = Report(target="t", profile="p")
     machine = ("event 2 (response.output_item.added): output_index None, expected the next "
                "index 0")
@@ -82,25 +94,27 @@ def test_a_golden_speaking_for_the_event_machine_counts_with_its_feature() -> No
                       "_raw": raw}, "shape", "responses/count_stream", ("POST", "/v1/responses"))
     assert info.value.evidence["defect"].split(":")[0] == "responses_event_order"
     _fail(report, "golden.responses.count_stream", info.value, family="responses")
-    # a golden whose status differs counts with the same bad input on other routes
+    # a golden whose client error got the wrong status counts with the error features
+    _fail(report, "chat.errors.malformed_json", _status(500))
     status = {"status": 400, "content_type": "application/json", "body": {}}
-    for case in ("chat/error_malformed_json", "responses/error_malformed_json"):
-        with pytest.raises(ConformanceFailure) as info:
-            check_golden(status, {**status, "status": 500}, "shape", case)
-        _fail(report, f"golden.{case.replace('/', '.')}", info.value)
+    with pytest.raises(ConformanceFailure) as info:
+        check_golden(status, {**status, "status": 500}, "shape", "chat/error_malformed_json")
+    _fail(report, "golden.chat.error_malformed_json", info.value)
     found = {d.key.split(":")[0]: d.features for d in report.distinct_defects()}
     assert found == {
-        "responses_event_order": [("responses", "responses.stream.event_order"),
-                                  ("responses", "golden.responses.count_stream")],
-        "golden error_malformed_json": [("chat", "golden.chat.error_malformed_json"),
-                                        ("chat", "golden.responses.error_malformed_json")]}
+        "[chat] error_status": [("chat", "chat.errors.malformed_json"),
+                                ("chat", "golden.chat.error_malformed_json")],
+        "[responses] responses_event_order": [
+            ("responses", "responses.stream.event_order"),
+            ("responses", "golden.responses.count_stream")]}
 
 
 def test_transport_failures_name_their_route() -> None:
     one = entry("ReadTimeout", "ReadTimeout: timed out", {
-        "transport_error": "ReadTimeout", "request": "POST http://h/v1/chat/completions"})
+        "transport_error": "ReadTimeout", "request": "POST http://h/v1/chat/completions"},
+        "chat")
     two = entry("ReadTimeout", "ReadTimeout: timed out", {
-        "transport_error": "ReadTimeout", "request": "POST http://h/v1/messages"})
+        "transport_error": "ReadTimeout", "request": "POST http://h/v1/messages"}, "chat")
     assert one["key"] != two["key"] and "/v1/messages" in two["key"]
 
 

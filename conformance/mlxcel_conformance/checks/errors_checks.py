@@ -34,28 +34,29 @@ ANTHROPIC_ERROR_TYPES: dict[int, str] = {
 def check_error_status(status: int, expected: int | Collection[int], *,
                        source: str | None = None, case: str | None = None) -> int:
     """``source``: the public contract that specifies the status for this request; ``case``:
-    which bad input was sent (both land in the failure)."""
+    which bad input was sent (both land in the failure; the defect is the status, whatever
+    the case)."""
     allowed = {expected} if isinstance(expected, int) else set(expected)
-    where = f" ({case})" if case else ""
-    if status == 500 and 500 not in allowed:
-        fail(
-            "error_status",
-            f"HTTP 500 for a client error{where}: the server crashed on input it should reject",
-            severity=Severity.CRITICAL,
-            source=source,
-            status=status,
-            expected=sorted(allowed),
-        )
-    if status in allowed:
+    problem = status_problem(status, allowed)
+    if problem is None:
         return status
+    fail("error_status", f"{problem} ({case})" if case else problem,
+         severity=Severity.CRITICAL if status == 500 else None, source=source,
+         status=status, expected=sorted(allowed), defect=f"error_status: {problem}")
+
+
+def status_problem(status: int, allowed: Collection[int]) -> str | None:
+    """What is wrong with answering ``status`` where the API specifies one of ``allowed``
+    (None: nothing)."""
+    if status in allowed:
+        return None
+    if status == 500:
+        return "HTTP 500 for a client error: the server crashed on input it should reject"
     if status == 422 and 400 in allowed:
-        message = "HTTP 422 (a framework's validation default) where the API specifies 400"
-    elif 200 <= status < 300:
-        message = f"HTTP {status}: the server accepted a request the API rejects"
-    else:
-        message = f"HTTP {status}, expected {' or '.join(map(str, sorted(allowed)))}"
-    fail("error_status", message + where, source=source, status=status,
-         expected=sorted(allowed))
+        return "HTTP 422 (a framework's validation default) where the API specifies 400"
+    if 200 <= status < 300:
+        return f"HTTP {status}: the server accepted a request the API rejects"
+    return f"HTTP {status}, expected {' or '.join(map(str, sorted(allowed)))}"
 
 
 def _decode(name: str, body: Any) -> Any:
