@@ -73,6 +73,7 @@ EXTENSIONS: tuple[str, ...] = (
     "sampling",  # extra sampling fields, batch-invariant seeds, loop detection
     "admission",  # 503 server_busy / 529 overloaded when the prefill queue is full
     "extra_body",  # a literal `extra_body` object in the request, merged into it
+    "conversations",  # Responses `conversation` kept under any string id it is first given
     # many concurrent streams, one connection each or few keep-alive connections: every one
     # answered (2xx or 503). HTTP lets a server refuse a connection or close a persistent one
     # between requests, so this is the reference's promise, not a public contract.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from mlxcel_conformance.checks.engine_checks import check_stop_string_not_leaked
 from mlxcel_conformance.checks.openai_common import check_no_usage_chunk, check_usage_chunk_last
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
@@ -103,22 +104,13 @@ def test_chat_stop_string_never_leaks(client: SuiteClient, model_name: str | Non
         pytest.skip(f"the greedy reply {text!r} has no usable stop candidate")
     expected = text[: text.find(stop)]
     body = read_chat(client, {**base, "stop": [stop, "@@never@@"]})
-    got = message_content(body)
-    if got != expected or body["choices"][0].get("finish_reason") != "stop":
-        fail(
-            "stop_not_leaked",
-            f"stop {stop!r}: expected {expected!r}, got {got!r}",
-            finish_reason=body["choices"][0].get("finish_reason"),
-            unstopped=text,
-        )
+    check_stop_string_not_leaked(message_content(body), stop, text)
     streamed = read_stream(client, {**base, "stop": stop})
-    if streamed.content != expected or streamed.finish_reasons() != ["stop"]:
-        fail(
-            "stop_not_leaked",
-            f"stream with stop {stop!r} sent {streamed.content!r}",
-            expected=expected,
-            finish_reasons=streamed.finish_reasons(),
-        )
+    check_stop_string_not_leaked(streamed.content, stop, text)
+    reasons = [body["choices"][0].get("finish_reason"), *streamed.finish_reasons()]
+    if reasons != ["stop", "stop"]:
+        fail("stop_not_leaked", f"a matched stop ended with finish_reason {reasons}",
+             stop=stop, expected=expected)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.seed.deterministic")

@@ -13,6 +13,7 @@ from mlxcel_conformance.flows import CHAT_PATH, chat_payload, response_of, with_
 from mlxcel_conformance.readers import read_chat
 
 USER = [{"role": "user", "content": "Say hello."}]
+MALFORMED = "OpenAI API reference, Error codes: 400 (the request body was malformed)"
 
 BAD_BODIES: dict[str, Any] = {
     "messages_missing": {"max_tokens": 4},
@@ -41,7 +42,8 @@ def test_chat_invalid_body_is_400(client: SuiteClient, model_name: str | None, c
 @pytest.mark.parametrize("raw", [b"{not json", b"[1, 2, 3]", b""], ids=["broken", "array", "empty"])
 def test_chat_malformed_json_is_400(client: SuiteClient, raw: bytes) -> None:
     status, body = response_of(client.post_raw(CHAT_PATH, raw))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case="malformed JSON",
+                            source=MALFORMED)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.errors.loop_survives", destructive=True)

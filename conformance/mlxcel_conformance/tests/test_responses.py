@@ -23,6 +23,7 @@ from mlxcel_conformance.flows_typed import (
     responses_stream,
 )
 from mlxcel_conformance.readers import read_response, read_response_stream
+from mlxcel_conformance.surfaces import require_response_store
 
 WEATHER_TOOL = {
     "type": "function",
@@ -117,6 +118,7 @@ def test_responses_item_inputs(client: SuiteClient, model_name: str | None) -> N
 
 @pytest.mark.conformance(family="responses", feature="responses.previous_response_id")
 def test_responses_chaining(client: SuiteClient, model_name: str | None) -> None:
+    require_response_store(client, model_name)
     first = read_response(client, responses_payload(model_name, "Say hello."))
     second = read_response(client, responses_payload(
         model_name, "Count to five.", previous_response_id=first.get("id")))
@@ -127,8 +129,11 @@ def test_responses_chaining(client: SuiteClient, model_name: str | None) -> None
              first=first["usage"], second=second["usage"])
 
 
-@pytest.mark.conformance(family="responses", feature="responses.conversation")
+@pytest.mark.conformance(family="responses", feature="responses.conversation",
+                         extension="conversations")
 def test_responses_conversation(client: SuiteClient, model_name: str | None) -> None:
+    """The reference keeps a conversation under any string id it is first given; OpenAI's
+    `conversation` names one created beforehand with the Conversations API."""
     conversation = f"conv_suite_{id(client)}_{model_name}"
     first = read_response(client, responses_payload(model_name, conversation=conversation))
     second = read_response(client, responses_payload(model_name, "Count to five.",
@@ -143,6 +148,7 @@ def test_responses_conversation(client: SuiteClient, model_name: str | None) -> 
     family="responses", feature="responses.store.retrieve_delete.alias", extension="aliases"))])
 def test_responses_retrieve_delete(client: SuiteClient, model_name: str | None,
                                    prefix: str) -> None:
+    require_response_store(client, model_name)
     created = read_response(client, responses_payload(model_name), f"{prefix}/responses")
     path = f"{prefix}/responses/{created.get('id')}"
     got = client.get(path)
@@ -166,6 +172,7 @@ def test_responses_retrieve_delete(client: SuiteClient, model_name: str | None,
 
 @pytest.mark.conformance(family="responses", feature="responses.store.false")
 def test_responses_store_false(client: SuiteClient, model_name: str | None) -> None:
+    require_response_store(client, model_name)
     created = read_response(client, responses_payload(model_name, store=False))
     status, error = response_of(client.get(f"{RESPONSES_PATH}/{created.get('id')}"))
     check_error_body_openai(error, status=status, expected=404)

@@ -12,6 +12,7 @@ from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.flows import response_of, with_model
 from mlxcel_conformance.flows_typed import RESPONSES_PATH, responses_payload
 from mlxcel_conformance.readers import read_response
+from mlxcel_conformance.surfaces import require_response_store
 
 IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
 FILE = {"type": "input_file", "file_id": "file-123"}
@@ -66,6 +67,7 @@ def test_responses_refused_body_is_400(client: SuiteClient, model_name: str | No
 @pytest.mark.conformance(family="responses", feature="responses.errors.previous_not_found",
                          destructive=True)
 def test_responses_unknown_previous_id(client: SuiteClient, model_name: str | None) -> None:
+    require_response_store(client, model_name)
     payload = responses_payload(model_name, previous_response_id="resp_does_not_exist")
     status, body = response_of(client.post(RESPONSES_PATH, payload))
     error = check_error_body_openai(body, status=status, expected=400)
@@ -77,7 +79,9 @@ def test_responses_unknown_previous_id(client: SuiteClient, model_name: str | No
 @pytest.mark.conformance(family="responses", feature="responses.errors.unknown_id",
                          destructive=True)
 @pytest.mark.parametrize("method", ["GET", "DELETE", "POST"])
-def test_responses_unknown_id_is_404(client: SuiteClient, method: str) -> None:
+def test_responses_unknown_id_is_404(client: SuiteClient, model_name: str | None,
+                                     method: str) -> None:
+    require_response_store(client, model_name)
     path = f"{RESPONSES_PATH}/resp_does_not_exist" + ("/cancel" if method == "POST" else "")
     status, body = response_of(client.http.request(method, path))
     check_error_body_openai(body, status=status, expected=404)
@@ -87,5 +91,7 @@ def test_responses_unknown_id_is_404(client: SuiteClient, method: str) -> None:
                          destructive=True)
 def test_responses_malformed_json(client: SuiteClient, model_name: str | None) -> None:
     status, body = response_of(client.post_raw(RESPONSES_PATH, b"{not json"))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case="malformed JSON",
+                            source="OpenAI API reference, Error codes: 400 (the request body "
+                            "was malformed)")
     read_response(client, responses_payload(model_name))  # still serving

@@ -66,6 +66,10 @@ BAD_INPUT = [{}, {"content": 5}, {"tokens": "abc"}]
 BAD_IDS = ["missing", "content_number", "wrong_route_field"]
 
 
+def request_case(payload: dict[str, object]) -> str:
+    return BAD_IDS[BAD_INPUT.index(payload)]
+
+
 @pytest.mark.conformance(family="tokenize", feature="tokenize.errors.no_crash")
 @pytest.mark.parametrize("payload", BAD_INPUT, ids=BAD_IDS)
 def test_tokenize_bad_input_is_no_server_error(client: SuiteClient,
@@ -75,7 +79,9 @@ def test_tokenize_bad_input_is_no_server_error(client: SuiteClient,
     path = "/detokenize" if "tokens" in payload else "/tokenize"
     status, body = response_of(client.post(path, payload))
     if status >= 500:
-        check_error_status(status, (400, 422))
+        check_error_status(status, (400, 422), case=request_case(payload),
+                           source="RFC 9110, 15.5 and 15.6: a client's mistake is a 4xx, "
+                           "not a 5xx")
 
 
 @pytest.mark.conformance(family="tokenize", feature="tokenize.errors", extension="refusals")

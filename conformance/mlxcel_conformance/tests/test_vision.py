@@ -124,4 +124,6 @@ def test_text_only_model_refuses_images(client: SuiteClient, model_name: str | N
     if reads_images:
         pytest.skip("the server's model reads images: the text-only refusal does not apply")
     status, body = _probe(client, model_name)
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case="image on a text-only model",
+                            source="OpenAI API reference, Chat Completions image_url content "
+                            "parts (only models that read images take them): 400")
