@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from .checks.registry import check, fail
+from .defects import refusal
 from .errors import Severity
 from .target import Target
 
@@ -90,4 +91,4 @@ def expect_status(response: httpx.Response | StreamResult, *expected: int) -> No
     if status not in expected:
         body = response.text[:2000]
         fail("http_status", f"expected HTTP {' or '.join(map(str, expected))}, got {status}",
-             status=status, body=body)
+             status=status, body=body, defect=refusal(status, body))

@@ -14,6 +14,7 @@ failure's cause also names the request it happened on.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,20 @@ def normalize(text: str) -> str:
     for pattern, replacement in _POSITIONS:
         text = pattern.sub(replacement, text)
     return " ".join(text.split())[:KEY_LIMIT]
+
+
+def refusal(status: int, text: str) -> str:
+    """The cause of an unexpected status: the status and what the server said (its error
+    message), so one refusal shown by two features is one defect and two are two."""
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = text
+    error = body.get("error", body.get("detail")) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    said = " ".join(str(error).split())[:160]
+    return f"http_status: HTTP {status}: {said}" if said else f"http_status: HTTP {status}"
 
 
 def entry(check: str, message: str, evidence: Mapping[str, Any],

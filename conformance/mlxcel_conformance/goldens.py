@@ -30,6 +30,7 @@ from .checks.openai_common import is_int, is_number
 from .checks.registry import REGISTRY, check, fail
 from .checks.responses_events import check_responses_stream
 from .client import SuiteClient
+from .defects import refusal
 from .errors import ConformanceFailure, SetupError, Severity
 from .golden_base import is_base, left_to_base
 from .golden_binary import binary_summary, compare_binary, is_binary
@@ -419,7 +420,8 @@ def check_golden(
                 "public contract (the contract view of openapi/)")),
             mode=mode,
             case=case,
-            defect=_defect(case, diffs, expected["status"], got.get("status")),
+            defect=_defect(case, diffs, expected["status"], got.get("status"),
+                           str(got.get(RAW) or "")),
             diffs=diffs[:40],
             got_status=got.get("status"),
             got=next((got[k] for k in ("body", "events", "body_text", "body_binary")
@@ -427,17 +429,20 @@ def check_golden(
         )
 
 
-def _defect(case: str, diffs: list[str], expected: int, got: int | None) -> str:
+def _defect(case: str, diffs: list[str], expected: int, got: int | None, raw: str) -> str:
     """What a failing golden is about, for the report's distinct defects: a diff another check
-    found (the event state machine) is that check's defect, and a client error answered with
-    the wrong status is ``error_status``'s, so the golden and the feature made for it count
-    once; another wrong status or content type belongs to the case; a body or event diff is
-    itself."""
+    found (the event state machine) is that check's defect, a client error answered with the
+    wrong status is ``error_status``'s, and a valid request refused is the refusal (status and
+    the server's message, as a behaviour feature's read reports it), so the golden and the
+    feature made for it count once; a content type belongs to the case; a body or event diff
+    is itself."""
     first = diffs[0]
     if first.split(":", 1)[0] in REGISTRY:
         return first
     if first.startswith("status") and expected >= 400 and got is not None:
         return f"error_status: {status_problem(got, {expected})}"
+    if first.startswith("status") and got is not None:
+        return refusal(got, raw)
     if first.startswith(("status", "content-type")):
         return f"golden {case.rsplit('/', 1)[-1]}: " + "; ".join(diffs[:3])
     return "golden: " + "; ".join(diffs[:3])

@@ -24,11 +24,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
+
 from .checks import sources
 from .checks.anthropic_events import DELTA_FIELDS, AnthropicStream
 from .checks.registry import check, fail
 from .checks.responses_events import TERMINAL_STATUS, ResponsesStream
-from .client import StreamResult, SuiteClient, expect_status, json_body
+from .client import StreamResult, SuiteClient, json_body
+from .defects import refusal
 from .errors import Severity
 from .flows import CHAT_PATH, COMPLETIONS_PATH, OpenAIStream
 from .sse import parse_sse
@@ -44,8 +47,22 @@ _SOURCES = {CHAT_PATH: sources.OPENAI_CHAT, COMPLETIONS_PATH: sources.OPENAI_COM
        description="an answer has what every behaviour reads (choices[0], output, content)")
 def unreadable(path: str, why: str, **evidence: Any) -> None:
     """Fail: the answer to ``path`` cannot be read at all (``why``)."""
-    route = next((p for p in _SOURCES if path.endswith(p.removeprefix("/v1"))), CHAT_PATH)
+    route = _route(path)
     fail("answer_readable", f"{route}: {why}", source=_SOURCES[route], **evidence)
+
+
+def _route(path: str) -> str:
+    """The documented route ``path`` is (or is an alias of)."""
+    return next((p for p in _SOURCES if path.endswith(p.removeprefix("/v1"))), CHAT_PATH)
+
+
+def _ok(path: str, response: httpx.Response | StreamResult) -> None:
+    """A valid request is answered 200; the FAIL cites the route's API reference."""
+    status = response.status_code if isinstance(response, httpx.Response) else response.status
+    if status != 200:
+        fail("http_status", f"expected HTTP 200, got {status}",
+             source=f"{_SOURCES[_route(path)]}: a valid request is answered 200", status=status,
+             body=response.text[:2000], defect=refusal(status, response.text))
 
 
 # -- OpenAI chat and completions -----------------------------------------------------------
@@ -54,7 +71,7 @@ def read_json(client: SuiteClient, payload: dict[str, Any], path: str = CHAT_PAT
               headers: dict[str, str] | None = None) -> dict[str, Any]:
     """A 200 JSON object from POST ``path`` (no shape checks)."""
     response = client.post(path, payload, **({"headers": headers} if headers else {}))
-    expect_status(response, 200)
+    _ok(path, response)
     body = json_body(response)
     if not isinstance(body, dict):
         unreadable(path, "the answer is not a JSON object", body=body)
@@ -95,7 +112,7 @@ def read_stream(client: SuiteClient, payload: dict[str, Any],
     """A 200 stream of ``path`` (chat or completions) as its decoded chunks, ``[DONE]`` left
     out; framing, chunk identity and order are ``chat.stream.framing``'s business."""
     result = client.stream(path, {**payload, "stream": True})
-    expect_status(result, 200)
+    _ok(path, result)
     return OpenAIStream(result, [p for p in _payloads(path, result) if isinstance(p, dict)])
 
 
@@ -120,7 +137,7 @@ def read_response_stream(client: SuiteClient, payload: dict[str, Any]) -> Respon
     response object of the terminal event; the event order is ``responses.stream.event_order``'s
     business."""
     result = client.stream(RESPONSES_PATH, {**payload, "stream": True})
-    expect_status(result, 200)
+    _ok(RESPONSES_PATH, result)
     events = [p for p in _payloads(RESPONSES_PATH, result) if isinstance(p, dict)]
     if not events:
         unreadable(RESPONSES_PATH, "the stream has no events")
@@ -151,7 +168,7 @@ def read_message_stream(client: SuiteClient, payload: dict[str, Any]) -> Anthrop
     block by its index with its deltas joined, message_delta's stop reason and usage; the
     event order is ``anthropic.stream.event_order``'s business."""
     result = client.stream(MESSAGES_PATH, {**payload, "stream": True})
-    expect_status(result, 200)
+    _ok(MESSAGES_PATH, result)
     events = [p for p in _payloads(MESSAGES_PATH, result) if isinstance(p, dict)]
     if not events:
         unreadable(MESSAGES_PATH, "the stream has no events")

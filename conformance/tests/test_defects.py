@@ -10,7 +10,7 @@ import pytest
 
 from mlxcel_conformance.checks.errors_checks import check_error_status
 from mlxcel_conformance.checks.registry import fail
-from mlxcel_conformance.defects import distinct, entry, normalize
+from mlxcel_conformance.defects import distinct, entry, normalize, refusal
 from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.goldens import check_golden
 from mlxcel_conformance.peers import pages
@@ -107,6 +107,24 @@ def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
         "[responses] responses_event_order": [
             ("responses", "responses.stream.event_order"),
             ("responses", "golden.responses.count_stream")]}
+
+
+def test_a_refusal_is_one_defect_wherever_a_valid_request_met_it() -> None:
+    said = '{"error": {"code": 400, "message": "logprobs is not supported with tools + stream"}}'
+    report = Report(target="t", profile="p")
+    _fail(report, "chat.tools.stream.logprobs", _failure(
+        "http_status", "expected HTTP 200, got 400", defect=refusal(400, said)))
+    with pytest.raises(ConformanceFailure) as info:
+        check_golden({"status": 200, "content_type": "text/event-stream", "events": []},
+                     {"status": 400, "content_type": "application/json", "body": {},
+                      "_raw": said}, "shape", "chat/tool_call_stream_logprobs")
+    _fail(report, "golden.chat.tool_call_stream_logprobs", info.value)
+    other = '{"error": {"code": 400, "message": "previous_response_id is not supported"}}'
+    _fail(report, "chat.other", _failure("http_status", "expected HTTP 200, got 400",
+                                         defect=refusal(400, other)))
+    found = report.distinct_defects()
+    assert [len(d.features) for d in found] == [2, 1], found
+    assert "logprobs is not supported" in found[0].key
 
 
 def test_transport_failures_name_their_route() -> None:
