@@ -144,10 +144,12 @@ def profile(pytestconfig: pytest.Config) -> Profile:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``destructive`` (bad input that crashes weak servers) run last, so one
-    crash does not turn every later feature into a FAIL."""
-    def destructive(item: pytest.Item) -> bool:
+    crash does not turn every later feature into a FAIL; ``destructive="last"`` (a client that
+    leaves mid-stream, which a weak server keeps generating for) after all of them."""
+    def destructive(item: pytest.Item) -> int:
         mark = item.get_closest_marker("conformance")
-        return bool(mark and mark.kwargs.get("destructive"))
+        value = mark.kwargs.get("destructive") if mark else None
+        return 2 if value == "last" else int(bool(value))
 
     items.sort(key=destructive)
 
@@ -218,6 +220,8 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
     server_fault = isinstance(exc, _SERVER_FAULTS) or family.startswith("sdk-")
     if server_fault:
         evidence["source"] = _FAULT_SOURCES.get(family, _TRANSPORT_SOURCE)
+        if exc.__cause__ is not None:  # an SDK's validation error names the fields it refused
+            evidence["cause"] = f"{type(exc.__cause__).__name__}: {exc.__cause__}"[:2000]
     return Record(family="", feature="", verdict=Verdict.FAIL if server_fault else Verdict.ERROR,
                   checks=[kind], severity="high" if server_fault else None,
                   message=f"{kind}: {exc}"[:2000], evidence=evidence, duration_s=0.0)

@@ -90,8 +90,12 @@ def _to_gguf(model_dir: Path, workdir: Path) -> Path:
 
 def _vllm_mlx(peer: Peer, port: int, model: Path) -> list[str]:
     # executable: the ``vllm-mlx`` script of its own venv (it pulls torch; never ours).
+    # Tool calls and reasoning as vLLM documents them for a Qwen3 model: without the parsers
+    # the server leaves tool-call and <think> markup in the content, claiming neither.
     cmd = [str(peer.executable), "serve", str(model), "--port", str(port),
-           "--continuous-batching", "--served-model-name", model.name]
+           "--continuous-batching", "--served-model-name", model.name,
+           "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+           "--reasoning-parser", "qwen3"]
     return cmd + (["--api-key", peer.api_key] if peer.api_key else [])
 
 

@@ -15,7 +15,7 @@ LONG = 3000
 
 
 @pytest.mark.conformance(
-    family="chat", feature="chat.stream.disconnect_frees_server", destructive=True
+    family="chat", feature="chat.stream.disconnect_frees_server", destructive="last"
 )
 def test_disconnect_mid_stream_stops_generation(
     client: SuiteClient, model_name: str | None

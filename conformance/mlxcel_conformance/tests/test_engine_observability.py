@@ -204,7 +204,7 @@ def test_metrics_counters_exact(client: SuiteClient, model_name: str | None) -> 
 
 @pytest.mark.conformance(family="observability", feature="observability.slots_freed",
                          extension="observability",
-                         destructive=True)
+                         destructive="last")
 def test_slots_freed_after_disconnect(client: SuiteClient, model_name: str | None) -> None:
     release = threading.Event()
     total = _props(client)["total_slots"]

@@ -9,6 +9,7 @@ import pytest
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.golden_cases import golden_extension
 from mlxcel_conformance.goldens import load_documents, replay_golden, replayed_by_family
+from mlxcel_conformance.surfaces import require_response_store
 from mlxcel_conformance.tests.test_audio import serves_audio
 from mlxcel_conformance.tests.test_embeddings import require
 from mlxcel_conformance.tests.test_images import serves_images
@@ -40,7 +41,18 @@ def test_golden(
     if doc["request"]["path"] in OPTIONAL_ROUTES and \
             client.post(doc["request"]["path"], {}).status_code == 404:
         pytest.skip(f"UNSUPPORTED: the server does not serve {doc['request']['path']}")
+    if needs_response_store(doc):
+        require_response_store(client, model_name)
     replay_golden(client, doc, model_name, golden_mode)
+
+
+def needs_response_store(doc: dict[str, Any]) -> bool:
+    """A stored Response is read (GET, DELETE, cancel, previous_response_id): optional."""
+    request = doc["request"]
+    stored = request["path"].startswith("/v1/responses/") and \
+        request["path"] != "/v1/responses/input_tokens" and \
+        not request["path"].startswith("/v1/responses/compact")
+    return stored or "previous_response_id" in (request.get("json") or {})
 
 
 # Routes of a public API that a server may leave out (probed: 404 means UNSUPPORTED).
