@@ -90,7 +90,7 @@ def test_a_body_without_logprobs_fails_the_shape_features_only(stripped: str,
         assert ran[name]["checks"] == ["chat_completion_body"]
         assert "logprobs" in ran[name]["message"]
     # the behaviour features and goldens that read the same bodies ran and passed
-    behaviour = {"chat.max_tokens", "chat.seed.deterministic", "chat.tools.call",
+    behaviour = {"chat.max_tokens", "chat.max_completion_tokens", "chat.tools.call",
                  "chat.stop.not_leaked", "chat.structured.json_schema", "golden.chat.hello",
                  "golden.chat.story_length", "golden.chat.tool_call", "chat.errors.loop_survives"}
     assert {name: ran[name]["verdict"] for name in behaviour} == dict.fromkeys(behaviour, "PASS")

@@ -24,13 +24,29 @@ class StreamResult:
     text: str
 
 
+class ReconnectingTransport(httpx.HTTPTransport):
+    """A request the server never answered because it closed the persistent connection the
+    request went out on is sent once more, on a new connection: RFC 9112, 9.6 lets a server
+    close a persistent connection at any time, and clients retry (llama-server sometimes closes
+    one right after a stream). A server that drops the request itself drops it again."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return super().handle_request(request)
+        except httpx.RemoteProtocolError as exc:
+            if "without sending a response" not in str(exc):
+                raise
+        return super().handle_request(request)
+
+
 class SuiteClient:
     """Thin wrapper over ``httpx.Client`` bound to the target (auth header included)."""
 
     def __init__(self, target: Target, timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> None:
         self.target = target
         self.http = httpx.Client(
-            base_url=target.base_url, headers=target.auth_headers, timeout=timeout
+            base_url=target.base_url, headers=target.auth_headers, timeout=timeout,
+            transport=ReconnectingTransport(),
         )
         self._probes: dict[str, bool] = {}
 

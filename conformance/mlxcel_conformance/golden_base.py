@@ -13,13 +13,16 @@ A golden in shape mode judges what is specific to its case: the status, the cont
 event order (chat streams) or the event state machine and terminal event (Responses and
 Messages streams), and, of the contract's requirements and the reference's JSON kinds, those on
 the objects the case adds: tool calls, function_call and reasoning items and their events,
-thinking and tool_use blocks and their deltas, logprobs, declared tools. Exact mode (the
-reference on its own fixture) compares everything.
+thinking and tool_use blocks and their deltas, logprobs, declared tools. It judges them where
+its own recording carries them (``Case``): a thinking block a server adds to a plain answer is
+the business of the features that judge that stream, not of every golden it shows up in.
+Exact mode (the reference on its own fixture) compares everything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema.exceptions import ValidationError
@@ -48,38 +51,76 @@ _OBJECT_VALIDATORS = frozenset({"required", "additionalProperties", "unevaluated
                                 "dependentRequired", "minProperties", "maxProperties"})
 
 
+@dataclass(frozen=True)
+class Case:
+    """What a golden's own recording carries beyond a plain answer: the specific keys it has
+    (with a value) and every object ``type`` in it. ``None`` for a case: everything counts."""
+
+    keys: frozenset[str]
+    types: frozenset[str]
+
+
+def case_of(recorded: Any) -> Case:
+    """The ``Case`` of a recorded transcript (its body or its events)."""
+    keys: set[str] = set()
+    types: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            keys.update(k for k, v in node.items() if k in SPECIFIC_KEYS and v not in (None, []))
+            if isinstance(node.get("type"), str):
+                types.add(node["type"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(recorded)
+    return Case(frozenset(keys), frozenset(types))
+
+
 def _plain(node: Any) -> bool:
     kind = node.get("type") if isinstance(node, dict) else None
     return not isinstance(kind, str) or kind in PLAIN_TYPES or kind.endswith("_error")
 
 
-def is_base(root: Any, path: Sequence[Any]) -> bool:
-    """Whether the value at ``path`` in ``root`` (a body, or one event's data) and every object
-    on the way to it belong to a plain answer: no specific key crossed, no typed object of a kind
-    a plain answer lacks."""
+def is_base(root: Any, path: Sequence[Any], case: Case | None = None) -> bool:
+    """Whether the value at ``path`` in ``root`` (a body, or one event's data) is not the
+    golden's to judge: every object on the way to it belongs to a plain answer, or (with
+    ``case``) the first one that does not is foreign to the case (its recording carries no such
+    key or type)."""
     node = root
     if not _plain(node):
-        return False
+        return _foreign_type(node, case)
     for step in path:
         if step in SPECIFIC_KEYS:
-            return False
+            return case is not None and step not in case.keys
         try:
             node = node[step]
         except (KeyError, IndexError, TypeError):
             return False
         if step not in ENVELOPE_KEYS and not _plain(node):
-            return False
+            return _foreign_type(node, case)
     return True
 
 
-def left_to_base(error: ValidationError, root: Any) -> bool:
-    """A schema error on a base object (or a key every event carries): the base features judge
-    it, the golden leaves it out."""
-    path = list(error.absolute_path)
-    if error.validator == "required" and not path and isinstance(root, dict):
-        missing = {k for k in error.validator_value if k not in root}
-        if missing and missing <= EVENT_KEYS and "type" in root:
-            return True
-    if error.validator in _OBJECT_VALIDATORS:
-        return is_base(root, path)
-    return bool(path) and is_base(root, path)
+def _foreign_type(node: Any, case: Case | None) -> bool:
+    return case is not None and node.get("type") not in case.types
+
+
+def left_to_base(case: Case | None = None) -> Callable[[ValidationError, Any], bool]:
+    """The schema errors a golden of ``case`` leaves out: those on base objects (or on a key
+    every event carries), and those on objects foreign to the case."""
+
+    def leave(error: ValidationError, root: Any) -> bool:
+        path = list(error.absolute_path)
+        if error.validator == "required" and not path and isinstance(root, dict):
+            missing = {k for k in error.validator_value if k not in root}
+            if missing and missing <= EVENT_KEYS and "type" in root:
+                return True
+        if error.validator in _OBJECT_VALIDATORS:
+            return is_base(root, path, case)
+        return bool(path) and is_base(root, path, case)
+
+    return leave

@@ -32,7 +32,7 @@ from .checks.responses_events import check_responses_stream
 from .client import SuiteClient
 from .defects import refusal
 from .errors import ConformanceFailure, SetupError, Severity
-from .golden_base import is_base, left_to_base
+from .golden_base import Case, case_of, is_base, left_to_base
 from .golden_binary import binary_summary, compare_binary, is_binary
 from .golden_cases import GoldenCase
 from .golden_diff import format_case
@@ -232,7 +232,7 @@ def _is_fraction(value: Any) -> bool:
 
 
 def compare_shape(expected: Any, got: Any, path: str = "$", root: Any = None,
-                  at: tuple[Any, ...] = ()) -> list[str]:
+                  at: tuple[Any, ...] = (), case: Case | None = None) -> list[str]:
     """Structure without the reference's own choices: the JSON kind of every key both sides
     carry. Which keys must be present is the public contract's business, checked on the raw
     answer against the contract view of the spec (``contract_diffs``): a key the reference
@@ -242,14 +242,14 @@ def compare_shape(expected: Any, got: Any, path: str = "$", root: Any = None,
     if expected is None or got is None:
         return []  # a null says nothing about the type the field may take
     if _kind(expected) != _kind(got):
-        if root is not None and at and is_base(root, at):
+        if root is not None and at and is_base(root, at, case):
             return []
         return [f"{path}: expected {_kind(expected)}, got {_kind(got)} ({_short(got)})"]
     if isinstance(expected, dict):
         return [d for k in expected if k in got
-                for d in compare_shape(expected[k], got[k], f"{path}.{k}", root, (*at, k))]
+                for d in compare_shape(expected[k], got[k], f"{path}.{k}", root, (*at, k), case)]
     if isinstance(expected, list) and expected and got:
-        return compare_shape(expected[0], got[0], f"{path}[0]", root, (*at, 0))
+        return compare_shape(expected[0], got[0], f"{path}[0]", root, (*at, 0), case)
     return []
 
 
@@ -269,9 +269,13 @@ def _typed(events: list[Any]) -> bool:
     return bool(events) and isinstance(events[0], dict) and "event" in events[0]
 
 
-def contract_diffs(method: str, path: str, got: dict[str, Any]) -> list[str]:
+def contract_diffs(method: str, path: str, got: dict[str, Any],
+                   expected: dict[str, Any] | None = None) -> list[str]:
     """The raw answer against the contract view of the spec (required keys, types) and, for a
-    named-event stream, against its family's event state machine."""
+    named-event stream, against its family's event state machine; what the base features judge
+    (and, given the ``expected`` transcript, what is foreign to its case) is left out."""
+    ignore = left_to_base(None if expected is None else case_of(
+        expected.get("events", expected.get("body"))))
     raw = got.get(RAW)
     if not raw or got.get("content_type") not in ("application/json", "text/event-stream"):
         return []
@@ -279,13 +283,13 @@ def contract_diffs(method: str, path: str, got: dict[str, Any]) -> list[str]:
         events = parse_sse(raw).events
         diffs = [f"event {i}: {error}" for i, event in enumerate(events)
                  for error in spec.validate_sse_event(method, path, event.data, event.event,
-                                                      ignore=left_to_base)[:1]][:5]
+                                                      ignore=ignore)[:1]][:5]
         return diffs or _state_machine_diffs(path, events)
     try:
         body = json.loads(raw)
     except ValueError:
         return []
-    errors = spec.validate_json(method, path, got["status"], body, ignore=left_to_base)
+    errors = spec.validate_json(method, path, got["status"], body, ignore=ignore)
     return [f"body{error}" for error in errors if "is not documented" not in error][:5]
 
 
@@ -363,8 +367,9 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
         firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])
                   if k not in UNORDERED}
         gots = {k: e for e, k in reversed([(e, _event_kind(e)) for e in have])}
+        case = case_of(want)
         return [d for k in firsts for d in compare_shape(
-            firsts[k], gots.get(k), f"event:{k}", *_rooted(gots.get(k), mode))]
+            firsts[k], gots.get(k), f"event:{k}", *_rooted(gots.get(k), mode), case)]
     if "body_binary" in expected:
         return compare_binary(expected["body_binary"], got, mode)
     if "body" in expected and "body" not in got:
@@ -373,7 +378,8 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
         return _compare_text(expected["body_text"], got, mode)
     if mode == "exact":
         return compare_exact(expected.get("body"), got.get("body"), "body")
-    return compare_shape(expected.get("body"), got.get("body"), "body", got.get("body"))
+    return compare_shape(expected.get("body"), got.get("body"), "body", got.get("body"), (),
+                         case_of(expected.get("body")))
 
 
 def _rooted(event: Any, mode: str) -> tuple[Any, tuple[Any, ...]]:
@@ -407,7 +413,7 @@ def check_golden(
     view of the spec, which says which keys are required."""
     diffs = compare_transcripts(expected, got, mode)
     if not diffs and mode == "shape" and request is not None:
-        diffs = contract_diffs(*request, got)
+        diffs = contract_diffs(*request, got, expected)
     if diffs:
         # The message carries the whole expected/got block so pytest's failure output reads
         # as a diff; the evidence keeps the raw lines and what the server sent.

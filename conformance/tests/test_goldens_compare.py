@@ -146,12 +146,23 @@ def test_shape_mode_judges_the_kinds_of_what_the_case_adds() -> None:
     assert diffs and "arguments" in diffs[0]
 
 
-def test_a_thinking_block_without_its_signature_is_the_golden_s_to_catch() -> None:
+def test_a_thinking_block_without_its_signature_is_the_thinking_golden_s_to_catch() -> None:
     start = {"type": "content_block_start", "index": 0,
              "content_block": {"type": "thinking", "thinking": ""}}
     raw = {"status": 200, "content_type": "text/event-stream",
            RAW: f"event: content_block_start\ndata: {json.dumps(start)}\n\n"}
     assert contract_diffs("POST", "/v1/messages", raw)
+    thinking = {"events": [{"event": "content_block_start", "data": {
+        "type": "content_block_start", "index": 0,
+        "content_block": {"type": "thinking", "thinking": "", "signature": ""}}}]}
+    assert contract_diffs("POST", "/v1/messages", raw, thinking)
+    # a golden whose recording has no thinking block leaves one a server adds to the features
+    # that judge that stream (anthropic.stream.event_order, parity.anthropic.stream)
+    plain = {"events": [{"event": "content_block_start", "data": {
+        "type": "content_block_start", "index": 0,
+        "content_block": {"type": "text", "text": ""}}}]}
+    left = contract_diffs("POST", "/v1/messages", raw, plain)
+    assert all(d.startswith("anthropic_event_order") for d in left), left  # (one event only)
 
 
 def test_pings_and_role_chunks_have_no_place_in_the_order() -> None:

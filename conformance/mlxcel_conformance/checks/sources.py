@@ -85,7 +85,8 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "stop_string_not_leaked": (C, "OpenAI API reference, stop: 'The returned text will not "
                                   "contain the stop sequence'"),
     "stop_not_leaked": (C, "OpenAI API reference, stop"),
-    "seed_deterministic": (C, "OpenAI API reference, seed (best effort determinism)"),
+    "seed_deterministic": (E, REFERENCE + ": the same seed gives the same text (OpenAI's seed "
+                              "is best effort: determinism is not guaranteed)"),
     "logprobs_match_sampled_token": (C, "OpenAI API reference, logprobs: the output tokens"),
     "stream_matches_json": (C, LLAMA + ", POST /completion (stream)"),
     "tool_markup_hidden": (C, "OpenAI API reference, function calling: calls in tool_calls"),

@@ -8,6 +8,7 @@ import openai
 import pytest
 
 from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.sdk_clients import async_openai_client, openai_client
 from mlxcel_conformance.target import Target
 
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -22,23 +23,11 @@ def sdk_model(model_name: str | None) -> str:
 
 
 def _sync(target: Target) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=f"{target.base_url}/v1",
-        api_key=target.api_key or "none",
-        max_retries=0,
-        timeout=60.0,
-        _strict_response_validation=True,
-    )
+    return openai_client(target)
 
 
 def _async(target: Target) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        base_url=f"{target.base_url}/v1",
-        api_key=target.api_key or "none",
-        max_retries=0,
-        timeout=60.0,
-        _strict_response_validation=True,
-    )
+    return async_openai_client(target)
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.chat.sync")

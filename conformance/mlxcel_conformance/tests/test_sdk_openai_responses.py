@@ -11,6 +11,7 @@ import pytest
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.profiles import Profile
+from mlxcel_conformance.sdk_clients import openai_client
 from mlxcel_conformance.surfaces import require_response_store
 from mlxcel_conformance.target import Target
 
@@ -45,8 +46,7 @@ def _responses_claimed(profile: Profile) -> None:
 
 
 def _client(target: Target) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{target.base_url}/v1", api_key=target.api_key or "none",
-                         max_retries=0, timeout=60.0, _strict_response_validation=True)
+    return openai_client(target)
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.responses.create")

@@ -13,6 +13,7 @@ from mlxcel_conformance.checks.chat_semantics import (
     check_tool_markup_hidden,
 )
 from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.sdk_clients import openai_client
 from mlxcel_conformance.target import Target
 from mlxcel_conformance.tests.test_chat_tools import ASK_WEATHER, WEATHER
 
@@ -23,8 +24,7 @@ TOOL_RESULT = '{"temperature": 21, "sky": "sunny"}'
 
 
 def _client(target: Target) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{target.base_url}/v1", api_key=target.api_key or "none",
-                         max_retries=0, timeout=60.0, _strict_response_validation=True)
+    return openai_client(target)
 
 
 def _streamed_call(client: openai.OpenAI, model: str) -> tuple[list[dict[str, Any]], str | None]:

@@ -1,0 +1,72 @@
+"""The SDK round trips' strict validation excuses only keys the real service does not send."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import openai
+import pydantic
+import pytest
+import real_stream_corpus as corpus
+from openai.types.responses import Response
+
+from mlxcel_conformance.sdk_clients import UNRECORDED_REQUIRED, StrictOpenAI
+from mlxcel_conformance.target import Target
+
+RESPONSES = corpus.files("openai-responses/json/*.json")
+
+
+def _keys(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+def test_no_real_recording_carries_an_excused_key() -> None:
+    every = {k for path in corpus.all_files() if path.suffix in (".json", ".sse")
+             for k in _keys(_load(path))}
+    assert not UNRECORDED_REQUIRED & every
+
+
+def _load(path: Any) -> Any:
+    text = corpus.read(path)
+    if path.suffix == ".sse":
+        return corpus.payloads(list(corpus.stream(path.name).events))
+    return json.loads(text)
+
+
+def _client(body: dict[str, Any]) -> openai.OpenAI:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=body)
+
+    client = StrictOpenAI(base_url="http://replay/v1", api_key="k", max_retries=0,
+                          _strict_response_validation=True,
+                          http_client=httpx.Client(transport=httpx.MockTransport(answer)))
+    assert client._strict_response_validation
+    return client
+
+
+@pytest.mark.parametrize("path", RESPONSES, ids=corpus.ids(RESPONSES))
+def test_the_real_responses_pass_the_sdk_round_trip(path: Any) -> None:
+    body = json.loads(corpus.read(path))
+    with pytest.raises(pydantic.ValidationError):  # plain strict validation rejects OpenAI
+        Response.model_validate(body)
+    created = _client(body).responses.create(model="m", input="hi")
+    assert created.id == body["id"]
+
+
+def test_a_missing_key_the_real_service_sends_still_fails() -> None:
+    body = json.loads(corpus.read(RESPONSES[0]))
+    del body["tools"]
+    with pytest.raises(openai.APIResponseValidationError):
+        _client(body).responses.create(model="m", input="hi")
+
+
+def test_the_factory_is_strict() -> None:
+    from mlxcel_conformance.sdk_clients import openai_client
+
+    assert isinstance(openai_client(Target("http://x", None, None)), StrictOpenAI)
