@@ -224,7 +224,17 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
             evidence["cause"] = f"{type(exc.__cause__).__name__}: {exc.__cause__}"[:2000]
     return Record(family="", feature="", verdict=Verdict.FAIL if server_fault else Verdict.ERROR,
                   checks=[kind], severity="high" if server_fault else None,
-                  message=f"{kind}: {exc}"[:2000], evidence=evidence, duration_s=0.0)
+                  message=f"{kind}: {exc}{_fields(exc.__cause__)}"[:2000], evidence=evidence,
+                  duration_s=0.0)
+
+
+def _fields(cause: BaseException | None) -> str:
+    """The fields a validation error (pydantic's, under an SDK's) refused, when they are few."""
+    errors = getattr(cause, "errors", None)
+    found = errors() if callable(errors) else []
+    if not 0 < len(found) <= 8:
+        return ""
+    return " (" + ", ".join(".".join(map(str, e["loc"])) + f": {e['type']}" for e in found) + ")"
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -234,10 +234,23 @@ def _describe(error: ValidationError) -> str:
     location = "/" + "/".join(str(p) for p in error.absolute_path)
     message = error.message
     if error.context:
-        message += f" ({best_match(error.context).message})"
+        message += f" ({_closest(error).message})"
     if len(message) > _MAX_MESSAGE:
         message = message[: _MAX_MESSAGE - 3] + "..."
     return f"{location}: {message}"
+
+
+def _closest(error: ValidationError) -> ValidationError:
+    """Why an object matched none of the ``oneOf``/``anyOf`` branches: the errors of the one
+    branch whose ``type`` it has (a thinking block lacking ``signature`` is about the thinking
+    branch, not the text one), else jsonschema's best match."""
+    branches: dict[Any, list[ValidationError]] = {}
+    for sub in error.context or ():
+        branches.setdefault(sub.relative_schema_path[0] if sub.relative_schema_path else None,
+                            []).append(sub)
+    typed = [errors for errors in branches.values()
+             if not any(list(e.relative_path) == ["type"] for e in errors)]
+    return best_match(typed[0] if len(typed) == 1 else list(error.context or ()))
 
 
 def _errors(pointer: str, instance: Any, view: str = CONTRACT,

@@ -70,3 +70,14 @@ def test_the_factory_is_strict() -> None:
     from mlxcel_conformance.sdk_clients import openai_client
 
     assert isinstance(openai_client(Target("http://x", None, None)), StrictOpenAI)
+
+
+def test_an_sdk_failure_names_the_fields_it_refused() -> None:
+    from mlxcel_conformance.plugin import _fields
+
+    body = json.loads(corpus.read(RESPONSES[0]))
+    del body["tools"]
+    with pytest.raises(pydantic.ValidationError) as info:
+        Response.model_validate(body)
+    assert "tools: missing" in _fields(info.value)
+    assert _fields(None) == ""

@@ -69,14 +69,15 @@ def check_logprobs_match_sampled_token(
 @check("stop_string_not_leaked", severity=Severity.HIGH,
        description="No part of a matched stop string reaches the client")
 def check_stop_string_not_leaked(content: str, stop: str, unstopped: str) -> None:
+    defect = "stop_string_not_leaked: a matched stop string does not end the text there"
     if stop in content:
         fail("stop_string_not_leaked", "the stop string appears in the content",
-             content=content, stop=stop)
+             content=content, stop=stop, defect=defect)
     cut = unstopped.find(stop)
     if cut != -1 and content != unstopped[:cut]:
         fail("stop_string_not_leaked",
              "the content is not the unstopped text cut before the stop string",
-             content=content, expected=unstopped[:cut])
+             content=content, expected=unstopped[:cut], defect=defect)
 
 
 @check("server_busy_503", severity=Severity.HIGH,

@@ -37,6 +37,8 @@ BAD_BODIES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
 def test_responses_invalid_body_is_400(client: SuiteClient, model_name: str | None,
                                        case: str) -> None:
+    if "previous_response_id" in BAD_BODIES[case]:
+        require_response_store(client, model_name)  # no previous_response_id without a store
     status, body = response_of(client.post(RESPONSES_PATH, with_model(model_name,
                                                                       BAD_BODIES[case])))
     check_error_body_openai(body, status=status, expected=400, case=case,
