@@ -81,3 +81,26 @@ def test_an_sdk_failure_names_the_fields_it_refused() -> None:
         Response.model_validate(body)
     assert "tools: missing" in _fields(info.value)
     assert _fields(None) == ""
+
+
+def test_an_sdk_failure_on_an_event_names_the_branch_its_type_names() -> None:
+    from anthropic.types import RawMessageStreamEvent
+    from openai.types.responses import ResponseStreamEvent
+
+    from mlxcel_conformance.plugin import _fields
+
+    start = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather"}}
+    with pytest.raises(pydantic.ValidationError) as info:
+        pydantic.TypeAdapter(RawMessageStreamEvent).validate_python(start)
+    assert len(info.value.errors()) > 8  # every other event and block kind refused it too
+    assert _fields(info.value) == (
+        " (RawContentBlockStartEvent.content_block.ToolUseBlock.input: missing)")
+
+    body = json.loads(corpus.read(RESPONSES[0]))
+    del body["tools"]
+    body["usage"]["input_tokens_details"].pop("cache_write_tokens", None)
+    completed = {"type": "response.completed", "sequence_number": 1, "response": body}
+    with pytest.raises(pydantic.ValidationError) as info:
+        pydantic.TypeAdapter(ResponseStreamEvent).validate_python(completed)
+    assert _fields(info.value) == " (ResponseCompletedEvent.response.tools: missing)"
