@@ -128,6 +128,7 @@ def test_tool_choice_none(client: SuiteClient, model_name: str | None) -> None:
              choice=choice)
 
 
+FORCED_FINISH = ("tool_calls", "stop")
 FORCED = {
     "required": ("required", [WEATHER], None),
     "named": ({"type": "function", "function": {"name": "get_time"}}, [WEATHER, TIME],
@@ -156,8 +157,14 @@ def test_forced_tool_choice(client: SuiteClient, model_name: str | None, case: s
         message = body["choices"][0]["message"]
         check_tool_markup_hidden(message.get("content"))
         calls, reason = message.get("tool_calls") or [], body["choices"][0].get("finish_reason")
-    if not calls or reason != "tool_calls":
-        fail("tool_call_declared", f"tool_choice {case} ended without a call ({reason})",
+    if not calls:
+        fail("tool_call_declared",
+             f"tool_choice {case} answered without a tool call (finish_reason {reason})",
+             calls=calls)
+    if reason not in FORCED_FINISH:
+        # OpenAI ends a named forced call with "stop" and a required one with "tool_calls"
+        # (vllm-project/vllm#25054 shows both); either says the call is complete.
+        fail("tool_calls_finish_reason", f"a forced tool call ended with {reason!r}",
              calls=calls)
     check_tool_call_declared(calls, tools, forced)
 
