@@ -24,7 +24,7 @@ from .golden_diff import format_case
 from .profiles import Profile, get_profile
 from .report import Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
-from .sdk_clients import UNRECORDED_REQUIRED
+from .sdk_clients import refused
 from .target import ReferenceServer, Target, bundled_draft_args
 
 _REPORT_KEY = pytest.StashKey[Report]()
@@ -232,24 +232,11 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
 def _fields(cause: BaseException | None) -> str:
     """The fields a validation error (pydantic's, under an SDK's) refused, when they are few:
     of a union (a stream event, a content block) only the branch whose ``type`` matched, and
-    never a key the real service does not send (``sdk_clients.UNRECORDED_REQUIRED``)."""
-    errors = getattr(cause, "errors", None)
-    found = _matching_branch(errors() if callable(errors) else [])
-    found = [e for e in found if not (e["type"] == "missing" and e["loc"]
-                                      and e["loc"][-1] in UNRECORDED_REQUIRED)]
+    never a key the real service does not send (``sdk_clients.refused``)."""
+    found = refused(cause)
     if not 0 < len(found) <= 8:
         return ""
     return " (" + ", ".join(".".join(map(str, e["loc"])) + f": {e['type']}" for e in found) + ")"
-
-
-def _matching_branch(found: list[Any]) -> list[Any]:
-    """``found`` less the errors of union branches refused for their ``type`` literal (the
-    other event or block kinds); all of them when no branch is left."""
-    refused = [tuple(e["loc"][:-1]) for e in found
-               if e["type"] == "literal_error" and len(e["loc"]) > 1 and e["loc"][-1] == "type"]
-    kept = [e for e in found
-            if not any(tuple(e["loc"][:len(prefix)]) == prefix for prefix in refused)]
-    return kept or found
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -22,14 +22,29 @@ from .target import Target
 UNRECORDED_REQUIRED = frozenset({"cache_write_tokens"})
 
 
+def matching_branch(found: list[Any]) -> list[Any]:
+    """A validation error's items less those of union branches refused for their ``type``
+    literal (the other event or block kinds): what the object the server sent lacks."""
+    refused = [tuple(e["loc"][:-1]) for e in found
+               if e["type"] == "literal_error" and len(e["loc"]) > 1 and e["loc"][-1] == "type"]
+    kept = [e for e in found
+            if not any(tuple(e["loc"][:len(prefix)]) == prefix for prefix in refused)]
+    return kept or found
+
+
+def refused(error: BaseException | None) -> list[Any]:
+    """What a validation error refused in the object the server sent, less the keys the real
+    service does not send either."""
+    if not isinstance(error, pydantic.ValidationError):
+        return []
+    return [e for e in matching_branch(error.errors())
+            if not (e["type"] == "missing" and e["loc"] and e["loc"][-1] in UNRECORDED_REQUIRED)]
+
+
 def only_unrecorded(error: BaseException | None) -> bool:
     """Whether a validation error is only about keys the real service does not send."""
-    if not isinstance(error, pydantic.ValidationError):
-        return False
-    found = error.errors()
-    return bool(found) and all(
-        item["type"] == "missing" and item["loc"] and item["loc"][-1] in UNRECORDED_REQUIRED
-        for item in found)
+    return isinstance(error, pydantic.ValidationError) and bool(error.errors()) \
+        and not refused(error)
 
 
 class _Tolerant:
