@@ -11,8 +11,9 @@ import jsonschema
 import pytest
 
 from mlxcel_conformance.checks.registry import fail
-from mlxcel_conformance.client import SuiteClient, expect_status, json_body
+from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.flows import with_model
+from mlxcel_conformance.readers import read_message, read_response
 
 WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}},
                   "required": ["city"], "additionalProperties": False}
@@ -20,16 +21,12 @@ PET_SCHEMA = {"type": "object",
               "properties": {"animal": {"type": "string"},
                              "habitat": {"enum": ["forest", "desert", "ocean", "urban"]}},
               "required": ["animal", "habitat"], "additionalProperties": False}
-ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01"}
 
 
 def _responses(client: SuiteClient, model: str | None, **fields: Any) -> dict[str, Any]:
     payload = with_model(model, {"input": "Describe a cat as JSON.", "max_output_tokens": 48,
                                  "temperature": 0, **fields})
-    response = client.post("/v1/responses", payload)
-    expect_status(response, 200)
-    body: dict[str, Any] = json_body(response)
-    return body
+    return read_response(client, payload)
 
 
 @pytest.mark.conformance(family="responses", feature="responses.text_format.json_schema")
@@ -85,9 +82,7 @@ def test_anthropic_any_tool_choice_uses_a_declared_tool(
         "tools": [{"name": "get_weather", "input_schema": WEATHER_SCHEMA}],
         "tool_choice": {"type": "any"},
     })
-    response = client.post("/v1/messages", payload, headers=ANTHROPIC_HEADERS)
-    expect_status(response, 200)
-    body = json_body(response)
+    body = read_message(client, payload)
     uses = [b for b in body.get("content", []) if b.get("type") == "tool_use"]
     if body.get("stop_reason") == "max_tokens":
         return  # cut by max_tokens: an honest end, with or without a partial call
