@@ -45,6 +45,10 @@ def check_logprobs_match_sampled_token(
     entries: Sequence[Mapping[str, Any]], content: str, *, greedy: bool
 ) -> None:
     joined = "".join(str(e.get("token", "")) for e in entries)
+    if content and not entries:
+        fail("logprobs_match_sampled_token",
+             "logprobs were requested but the answer carries no logprobs content",
+             content=content)
     if joined != content:
         fail("logprobs_match_sampled_token",
              "the logprobs tokens do not spell the generated content",
