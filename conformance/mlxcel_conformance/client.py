@@ -28,13 +28,18 @@ class ReconnectingTransport(httpx.HTTPTransport):
     """A request the server never answered because it closed the persistent connection the
     request went out on is sent once more, on a new connection: RFC 9112, 9.6 lets a server
     close a persistent connection at any time, and clients retry (llama-server sometimes closes
-    one right after a stream). A server that drops the request itself drops it again."""
+    one right after a stream; uvicorn resets one idle past its keep-alive timeout as the next
+    request arrives). Both happen before any response header was read. A server that drops
+    the request itself drops it again."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         try:
             return super().handle_request(request)
         except httpx.RemoteProtocolError as exc:
             if "without sending a response" not in str(exc):
+                raise
+        except httpx.ReadError as exc:
+            if "reset" not in str(exc).lower():
                 raise
         return super().handle_request(request)
 

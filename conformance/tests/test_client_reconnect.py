@@ -1,9 +1,10 @@
-"""The suite's client sends a request again, once, when the server closed the persistent
-connection it went out on without answering (RFC 9112, 9.6)."""
+"""The suite's client sends a request again, once, when the server closed (or reset) the
+persistent connection it went out on without answering (RFC 9112, 9.6)."""
 
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,9 +19,10 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\
 
 
 @contextmanager
-def closing_server(answered: list[bool]) -> Iterator[str]:
+def closing_server(answered: list[bool], reset: bool = False) -> Iterator[str]:
     """Each connection reads one request (a GET: one packet); ``answered[i]`` says whether the
-    i-th connection is answered, then closed on its next request, or closed at once."""
+    i-th connection is answered, then closed on its next request, or closed at once; with
+    ``reset`` it is closed with a TCP reset (what a client sees as ECONNRESET)."""
     listener = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
@@ -30,6 +32,8 @@ def closing_server(answered: list[bool]) -> Iterator[str]:
             if answer:
                 conn.sendall(OK)
                 conn.recv(65536)  # the next request on this connection: closed unanswered
+            if reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             conn.close()
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -52,5 +56,21 @@ def test_a_request_the_server_always_drops_still_fails() -> None:
     with closing_server([False, False]) as url:
         client = SuiteClient(Target(url, None, None), httpx.Timeout(5.0))
         with pytest.raises(httpx.RemoteProtocolError):
+            client.get("/x")
+        client.close()
+
+
+def test_a_request_lost_on_a_reset_connection_is_sent_again() -> None:
+    with closing_server([True, True], reset=True) as url:
+        client = SuiteClient(Target(url, None, None), httpx.Timeout(5.0))
+        assert client.get("/x").status_code == 200
+        assert client.get("/x").status_code == 200  # the first connection was reset
+        client.close()
+
+
+def test_a_request_the_server_always_resets_still_fails() -> None:
+    with closing_server([False, False], reset=True) as url:
+        client = SuiteClient(Target(url, None, None), httpx.Timeout(5.0))
+        with pytest.raises(httpx.ReadError):
             client.get("/x")
         client.close()
