@@ -14,6 +14,7 @@ from mlxcel_conformance.checks.openai_completions import (
     check_completion_body,
     check_completion_chunk_order,
 )
+from mlxcel_conformance.errors import ConformanceFailure
 
 IDENTITY = {"id": "cmpl-1", "object": "text_completion", "created": 1700000000, "model": "m"}
 BODY: dict[str, Any] = {
@@ -60,6 +61,14 @@ def test_body_accepted() -> None:
 def test_stream_accepted() -> None:
     assert check_completion_chunk_order(STREAM) == {0: "stop", 1: "length"}
     assert check_usage_chunk_last(STREAM)["total_tokens"] == 6
+
+
+def test_a_stream_across_a_second_may_change_created_not_id() -> None:
+    later = [{**chunk, "created": chunk["created"] + n} for n, chunk in enumerate(STREAM)]
+    assert check_completion_chunk_order(later) == {0: "stop", 1: "length"}
+    renamed = [{**chunk, "id": f"cmpl-{n}"} for n, chunk in enumerate(STREAM)]
+    with pytest.raises(ConformanceFailure, match=r"changes \['id'\]"):
+        check_completion_chunk_order(renamed)
 
 
 BODY_MUTATIONS = {
