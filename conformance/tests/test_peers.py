@@ -94,6 +94,11 @@ def test_comparison_page_links_each_cell_to_the_evidence(tmp_path: Path) -> None
     assert "| chat | c | contract | — | [UNSUPPORTED]" in index
     # the precision table: per peer, FAILs per tier, and how many cite their source
     assert "| mlx-lm | `mlx-lm` | 1 |" in index and "0 of 1 |" in index
+    # distinct defects link to the page's list, which only a page with defects has
+    assert "0 of 1 | [1](mlx-lm.md#distinct-defects) |" in index
+    assert "0 of 0 | 0 |" in index
+    assert '<a id="distinct-defects"></a>' in (tmp_path / "mlx-lm.md").read_text()
+    assert "distinct-defects" not in (tmp_path / "mlxcel.md").read_text()
     peer_md = (tmp_path / "mlx-lm.md").read_text()
     assert f'<a id="{anchor("chat", "b")}"></a>' in peer_md
     assert "    - expected: 400\n    + got:      404" in peer_md

@@ -176,11 +176,14 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
         unsupported = contract.get("UNSUPPORTED", 0) + extension.get("UNSUPPORTED", 0)
         fails = [r for r in doc["records"] if r["verdict"] == "FAIL"]
         cited = sum(1 for r in fails if (r.get("evidence") or {}).get("source"))
+        found = len(distinct(doc["records"]))
+        # a page lists its defects (and has the anchor) only when there are some
+        defects = f"[{found}]({doc['peer']['name']}.md#distinct-defects)" if found else "0"
         lines.append(
             f"| {doc['peer']['name']} | `{doc['profile']}` | {contract.get('FAIL', 0)} | "
             f"{contract.get('PASS', 0)} | {extension.get('FAIL', 0)} | "
             f"{extension.get('PASS', 0)} | {unsupported} | {cited} of {len(fails)} | "
-            f"[{len(distinct(doc['records']))}]({doc['peer']['name']}.md#distinct-defects) |")
+            f"{defects} |")
     return lines
 
 
