@@ -157,3 +157,14 @@ def test_bench_hook_runs_the_command_once_per_started_peer(tmp_path: Path) -> No
     assert run_benchmarks_on([started], command, tmp_path) == {"p": 0}
     assert (tmp_path / "p.txt").read_text() == started.base_url
     assert run_benchmarks([peer], tmp_path, tmp_path, None) is None
+
+
+def test_published_pages_name_no_work_directory(tmp_path: Path) -> None:
+    from mlxcel_conformance.peers.run import without_workdir
+
+    work = tmp_path / "mlxcel-peers-x"
+    doc = _doc("llama-server", {"a": Verdict.PASS})
+    doc["records"][0]["evidence"] = {"model": f"{work}/llama-server/qwen3-tiny.gguf"}
+    clean = without_workdir(doc, work)
+    assert clean["records"][0]["evidence"]["model"] == "<workdir>/llama-server/qwen3-tiny.gguf"
+    assert str(work) not in json.dumps(clean)

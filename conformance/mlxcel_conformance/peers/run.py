@@ -122,6 +122,13 @@ def display_command(started: PeerProcess, workdir: Path) -> str:
     return " ".join(words)
 
 
+def without_workdir(doc: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """``doc`` with this run's work directory written ``<workdir>``: a peer that echoes its
+    model path (llama-server's ``model``) names no machine path in the published pages."""
+    scrubbed: dict[str, Any] = json.loads(json.dumps(doc).replace(str(workdir), "<workdir>"))
+    return scrubbed
+
+
 def check_peer(peer: Peer, out: Path, workdir: Path, deadline_s: float,
                request_timeout_s: float, extra: list[str]) -> dict[str, Any]:
     started = PeerProcess(peer, workdir / peer.name)
@@ -144,7 +151,7 @@ def check_peer(peer: Peer, out: Path, workdir: Path, deadline_s: float,
         "profile": peer.profile, "goldens": "shape", "model": peer.model_dir.name,
         "command": display_command(started, workdir),
     })
-    pages.write_peer(out, doc)
+    pages.write_peer(out, without_workdir(doc, workdir))
     print(f"{peer.name}: {report.summary_line()}", flush=True)
     return doc
 
