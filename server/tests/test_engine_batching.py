@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mlxcel.engine.request import Finished, GenerationRequest, SamplingParams, TokenDelta
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.generation import Finished, GenerationRequest, SamplingParams, TokenDelta
 from mlxcel.observability import engine_registry, render
 
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")

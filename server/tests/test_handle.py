@@ -6,7 +6,7 @@ import asyncio
 import threading
 
 from mlxcel.engine.handle import RequestHandle
-from mlxcel.engine.request import EngineEvent, Finished, GenerationRequest, TokenDelta
+from mlxcel.generation import EngineEvent, Finished, GenerationRequest, TokenDelta
 
 
 def _request() -> GenerationRequest:

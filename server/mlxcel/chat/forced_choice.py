@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
 from .forced_bounds import bounded_tools
 from .tool_formats.base import Spell, ToolFormat, Tools
 

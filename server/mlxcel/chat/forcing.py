@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
 from ..structured.response_format import is_constraining, response_format_factories
 from .forced_choice import forced_call_factories
 from .tool_calls import tool_format_of

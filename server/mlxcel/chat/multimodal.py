@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..engine.model import LoadedModel
-from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError, RequestTooLarge
+from ..generation import VisionInputs
 from ..media.decode import decode_image
 from ..media.policy import MediaPolicy
 from ..media.sources import read_media

@@ -15,8 +15,8 @@ from typing import Any
 from jinja2 import TemplateError
 
 from ..engine.model import LoadedModel
-from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError
+from ..generation import VisionInputs
 from .continuation import check_continuable, cut_after
 from .multimodal import prepare_media, vision_prompt
 

@@ -17,8 +17,8 @@ from typing import Any
 import mlx.core as mx
 
 from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessor, LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessor, LogitsProcessorFactory
 from .reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 
 ALIASES = ("thinking_budget_tokens", "reasoning_budget_tokens", "reasoning_budget")

@@ -1,8 +1,8 @@
 """Tool calls in a finished generation: the format a model uses, and the parse.
 
-``extract_tool_calls`` is the entry point other API families use (Responses, Anthropic);
-chat streams use ``stream_filter.ChatOutputParser`` directly. Nothing is parsed when the
-request sent no tools: markup is then ordinary text.
+Every API family reads its output through ``output.OutputSetup`` (the parser in
+``stream_filter``); ``extract_tool_calls`` is the calls-only read of a finished text. Nothing
+is parsed when the request sent no tools: markup is then ordinary text.
 """
 
 from __future__ import annotations

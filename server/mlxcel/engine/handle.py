@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator
 
-from .request import EngineEvent, Finished, GenerationRequest
+from ..generation import EngineEvent, Finished, GenerationRequest
 
 
 class LoopWaker:

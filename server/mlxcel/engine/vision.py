@@ -20,9 +20,9 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 
+from ..generation import VisionInputs
 from ..media.policy import MediaPolicy
 from .model import LoadedModel, model_display_name
-from .request import VisionInputs
 from .solo import SoloResponse
 
 

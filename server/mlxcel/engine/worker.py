@@ -31,6 +31,14 @@ from ..errors import (
     NotSupported,
     ServerError,
 )
+from ..generation import (
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    Priority,
+    TokenDelta,
+    TokenLogprob,
+)
 from ..media.policy import MediaPolicy
 from . import loop_detection
 from .adapters import AdapterModels, needs_solo_lane
@@ -45,7 +53,6 @@ from .prompt_cache import (
     DEFAULT_TTL_S,
     PromptCache,
 )
-from .request import Finished, FinishReason, GenerationRequest, Priority, TokenDelta, TokenLogprob
 from .sampling import RequestSampler, build_sampler, check_logit_bias, greedy_sampler
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence

@@ -21,8 +21,8 @@ from llguidance import LLMatcher, LLTokenizer
 from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
 from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessor, LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessor, LogitsProcessorFactory
 from .json_bounds import JSON_STYLE, NumberCaps, bounded_schema
 
 # Keyed by the model's tokenizer object itself (weakly): an id() could be reused by the next

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
 from .grammar import compile_grammar, json_schema_grammar
 from .limits import check_schema_limits
 

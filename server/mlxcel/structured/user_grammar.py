@@ -15,8 +15,8 @@ from typing import Any
 from llguidance.gbnf_to_lark import any_to_lark
 
 from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
 from .grammar import compile_grammar, json_schema_grammar, lark_grammar
 from .limits import check_schema_limits
 
