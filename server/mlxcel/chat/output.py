@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.model import LoadedModel
+from ..generation.model import ModelView
 from .reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 from .stream_filter import ChatOutputParser
 from .tool_calls import ParsedToolCall, new_call_id, tool_format_of
@@ -32,7 +32,7 @@ class OutputSetup:
                                 request_id=request_id, id_factory=id_factory)
 
 
-def output_setup(model: LoadedModel, prompt_text: str,
+def output_setup(model: ModelView, prompt_text: str,
                  tools: list[dict[str, Any]] | None) -> OutputSetup:
     markers = reasoning_markers(model)
     fmt = tool_format_of(model) if tools else None

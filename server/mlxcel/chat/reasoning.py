@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.model import LoadedModel
+from ..generation.model import ModelView
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ HARMONY = ReasoningMarkers("<|channel|>analysis<|message|>", "<|end|>",
                            ("<|start|>assistant", "<|channel|>final<|message|>"))
 
 
-def reasoning_markers(model: LoadedModel) -> ReasoningMarkers | None:
+def reasoning_markers(model: ModelView) -> ReasoningMarkers | None:
     """The reasoning markers the model's template (or, for ``<think>``, its vocabulary) uses."""
     template = model.chat_template or ""
     if THINK.open in template:

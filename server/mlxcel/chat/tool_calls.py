@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.model import LoadedModel
+from ..generation.model import ModelView
 from .tool_formats import detect_format
 from .tool_formats.base import ToolFormat
 
@@ -27,12 +27,12 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-def tool_format_of(model: LoadedModel) -> ToolFormat | None:
+def tool_format_of(model: ModelView) -> ToolFormat | None:
     return detect_format(model.chat_template)
 
 
 def extract_tool_calls(
-    model: LoadedModel, text: str, tools: list[dict[str, Any]] | None
+    model: ModelView, text: str, tools: list[dict[str, Any]] | None
 ) -> tuple[str, list[ParsedToolCall]]:
     """(content without tool-call markup, calls). No tools sent: ``(text, [])``."""
     fmt = tool_format_of(model)
