@@ -59,11 +59,7 @@ class ResponsesPieceEncoder:
         elif isinstance(piece, CallArguments):
             yield self.enc.arguments_delta(piece.fragment)
         elif isinstance(piece, CallEnd):
-            whole = whole_object(self.enc.output[-1]["arguments"])
-            self.complete_calls += whole
-            yield self.enc.arguments_done()
-            yield self.enc.close_item("completed" if whole else "incomplete")
-            self.kind = None
+            yield from self.close()
 
     def _text(self, kind: Section, text: str) -> Iterator[dict[str, Any]]:
         if kind != self.kind:
@@ -78,7 +74,12 @@ class ResponsesPieceEncoder:
             yield self.enc.text_delta(PART_OF[kind], text)
 
     def close(self, status: str = "completed") -> Iterator[dict[str, Any]]:
-        if self.kind in PART_OF:
+        if self.kind == "call":  # a call's item ends complete only with whole-object arguments
+            whole = whole_object(self.enc.output[-1]["arguments"])
+            self.complete_calls += whole
+            yield self.enc.arguments_done()
+            yield self.enc.close_item("completed" if whole else "incomplete")
+        elif self.kind is not None:
             yield from self.enc.close_part(PART_OF[self.kind])
             yield self.enc.close_item(status if self.kind == "content" else "completed")
         self.kind = None
