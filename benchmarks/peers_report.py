@@ -1,0 +1,230 @@
+"""What ``benchmarks.peers`` publishes: per-server medians over rounds, mlxcel's per-round
+ratios to each peer, issue 21's targets, the Markdown page and the plot."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+BASELINE = "mlxcel"
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores {model}, {platform.system()}".strip()
+
+
+def spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3)}
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value * 1000
+
+
+def _median(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return round(statistics.median(kept), 3) if kept else None
+
+
+def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per server and level: medians and ranges over rounds, and mlxcel's ratios."""
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    by_round: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for run in entry["runs"]:
+        runs[(run["server"], run["level"])].append(run)
+        by_round[(run["server"], run["level"], run["round"])] = run
+    rows = []
+    for (server, level), items in runs.items():
+        tok_ratio, ttft_ratio = [], []
+        for run in items:
+            base = by_round.get((BASELINE, level, run["round"]))
+            if base and run["tok_per_s"]:
+                tok_ratio.append(base["tok_per_s"] / run["tok_per_s"])
+            if base and base["ttft_p50"] and run["ttft_p50"]:
+                ttft_ratio.append(base["ttft_p50"] / run["ttft_p50"])
+        rows.append({
+            "server": server, "level": level, "rounds": len(items),
+            "tok_per_s": spread([r["tok_per_s"] for r in items]),
+            "ttft_p50_ms": _median([_ms(r["ttft_p50"]) for r in items]),
+            "ttft_p95_ms": _median([_ms(r["ttft_p95"]) for r in items]),
+            "itl_p50_ms": _median([_ms(r["itl_p50"]) for r in items]),
+            "itl_p95_ms": _median([_ms(r["itl_p95"]) for r in items]),
+            "errors": sum(r["errors"] for r in items),
+            "requests": sum(r["requests"] for r in items),
+            "tokens_per_request": _median([r["tokens_per_request"] for r in items]),
+            "counted_by": sorted({c for r in items for c in r["counted_by"]}),
+            "cpu_ms_per_token": _median([r.get("server_cpu_ms_per_token") for r in items]),
+            "mlxcel_tok_ratio": spread(tok_ratio) if server != BASELINE else None,
+            "mlxcel_ttft_ratio": spread(ttft_ratio) if server != BASELINE else None,
+        })
+    return sorted(rows, key=lambda r: (r["level"], r["server"] != BASELINE, r["server"]))
+
+
+def _row(results: dict[str, Any], fixture: str, server: str, level: int) -> dict[str, Any] | None:
+    entry = results["fixtures"].get(fixture)
+    if entry is None:
+        return None
+    return next((r for r in entry["summary"] if r["server"] == server and r["level"] == level),
+                None)
+
+
+def _target(fixture: str, text: str, goal: str, value: dict[str, float] | None,
+            met: bool | None) -> dict[str, Any]:
+    return {"fixture": fixture, "target": text, "goal": goal,
+            "value": value, "met": met if value is not None else None}
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 21's targets, each with the measured median (and range) and whether it is met."""
+    out = []
+    tiny = results["fixtures"].get("tiny")
+    if tiny:
+        for level in tiny["levels"]:
+            row = _row(results, "tiny", "llama-server", level)
+            ratio = row["mlxcel_tok_ratio"] if row else None
+            if level in (1, 8, 32):
+                out.append(_target("tiny", f"tok/s ÷ llama-server, {level} streams", "≥ 1.0",
+                                   ratio, ratio is not None and ratio["median"] >= 1.0))
+            ttft = row["mlxcel_ttft_ratio"] if row else None
+            out.append(_target("tiny", f"TTFT p50 ÷ llama-server's, {level} streams", "≤ 1.0",
+                               ttft, ttft is not None and ttft["median"] <= 1.0))
+        errors = sum(r["errors"] for r in tiny["summary"] if r["server"] == BASELINE)
+        out.append(_target("tiny", "mlxcel errors, all levels", "0",
+                           {"median": errors, "min": errors, "max": errors}, errors == 0))
+    bench = results["fixtures"].get("bench")
+    if bench:
+        for level in bench["levels"]:
+            row = _row(results, "bench", "mlx-lm", level)
+            ratio = row["mlxcel_tok_ratio"] if row else None
+            out.append(_target("bench", f"tok/s ÷ mlx_lm.server, {level} streams", "≥ 1.5",
+                               ratio, ratio is not None and ratio["median"] >= 1.5))
+        row = _row(results, "bench", "llama-server", 32)
+        ratio = row["mlxcel_tok_ratio"] if row else None
+        out.append(_target("bench", "tok/s ÷ llama-server, 32 streams", "≥ 0.7", ratio,
+                           ratio is not None and ratio["median"] >= 0.7))
+    return out
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _range(value: dict[str, float] | None, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    return (f"**{value['median']:.{digits}f}** ({value['min']:.{digits}f}–"
+            f"{value['max']:.{digits}f})")
+
+
+def target_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| fixture | target | goal | mlxcel's median (range over rounds) | met |",
+             "|---|---|---|---|---|"]
+    for row in rows:
+        met = {True: "yes", False: "**no**", None: "not run"}[row["met"]]
+        lines.append(f"| {row['fixture']} | {row['target']} | {row['goal']} | "
+                     f"{_range(row['value'], 3)} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def fixture_table(entry: dict[str, Any]) -> str:
+    lines = ["| streams | server | tok/s, median (range) | mlxcel ÷ server | TTFT p50 / p95 | "
+             "inter-token p50 / p95 | tokens per request | errors | server CPU ms per token |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in entry["summary"]:
+        tok = row["tok_per_s"]
+        lines.append(
+            f"| {row['level']} | {row['server']} | {_num(tok['median'] if tok else None)} "
+            f"({_num(tok['min'] if tok else None)}–{_num(tok['max'] if tok else None)}) | "
+            f"{_range(row['mlxcel_tok_ratio'])} | {_num(row['ttft_p50_ms'])} / "
+            f"{_num(row['ttft_p95_ms'])} ms | {_num(row['itl_p50_ms'], 2)} / "
+            f"{_num(row['itl_p95_ms'], 2)} ms | {_num(row['tokens_per_request'])} | "
+            f"{row['errors']}/{row['requests']} | {_num(row['cpu_ms_per_token'], 2)} |")
+    return "\n".join(lines) + "\n"
+
+
+def peer_wins(entry: dict[str, Any]) -> list[str]:
+    """Every level where a peer's median tok/s or TTFT p50 beats mlxcel's."""
+    wins = []
+    for row in entry["summary"]:
+        if row["server"] == BASELINE:
+            continue
+        tok, ttft = row["mlxcel_tok_ratio"], row["mlxcel_ttft_ratio"]
+        if tok and tok["median"] < 1.0:
+            wins.append(f"{row['server']} at {row['level']} streams: "
+                        f"{1 / tok['median']:.2f}× mlxcel's tok/s")
+        if ttft and ttft["median"] > 1.0:
+            wins.append(f"{row['server']} at {row['level']} streams: TTFT p50 "
+                        f"{ttft['median']:.2f}× shorter than mlxcel's")
+    return wins
+
+
+def markdown(results: dict[str, Any]) -> str:
+    parts = [f"# Servers side by side ({results['started']})\n",
+             f"Machine: {results['machine']}. Command: `{results['command']}`. "
+             f"{results['rounds']} interleaved rounds; all servers running at once.\n",
+             "## Targets (issue 21)\n", target_table(results["targets"])]
+    for name, entry in results["fixtures"].items():
+        counted = {r["server"]: "/".join(r["counted_by"]) for r in entry["summary"]}
+        parts += [f"## `{name}` fixture: {entry['model']}, {entry['parameters']:,} parameters\n",
+                  f"{entry['max_tokens']} tokens per request (greedy), at least "
+                  f"{entry['min_tokens']} tokens per level; MLX servers with "
+                  f"`LD_PRELOAD={entry['blas_preload']}`; load average "
+                  f"{entry['loadavg_before']} before, {entry['loadavg_after']} after.\n",
+                  fixture_table(entry)]
+        wins = peer_wins(entry)
+        parts.append("Where a peer is ahead: " + ("; ".join(wins) if wins else "nowhere") + ".\n")
+        parts.append("| server | version | tokens counted by | request fields | command |\n"
+                     "|---|---|---|---|---|")
+        for server, info in entry["servers"].items():
+            parts.append(f"| {server} | {info['version']} | {counted.get(server, '—')} | "
+                         f"`{info['request_fields']}` | `{' '.join(info['command'])}` |")
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fixtures = list(results["fixtures"].items())
+    fig, axes = plt.subplots(len(fixtures), 2, figsize=(11, 4 * len(fixtures)), squeeze=False)
+    for (name, entry), (tok_ax, ttft_ax) in zip(fixtures, axes, strict=True):
+        servers = sorted({r["server"] for r in entry["summary"]}, key=lambda s: s != BASELINE)
+        for server in servers:
+            rows = [r for r in entry["summary"] if r["server"] == server and r["tok_per_s"]]
+            xs = [r["level"] for r in rows]
+            mid = [r["tok_per_s"]["median"] for r in rows]
+            err = [[m - r["tok_per_s"]["min"] for m, r in zip(mid, rows, strict=True)],
+                   [r["tok_per_s"]["max"] - m for m, r in zip(mid, rows, strict=True)]]
+            tok_ax.errorbar(xs, mid, yerr=err, fmt="o-", capsize=3, label=server)
+            ttft_ax.plot(xs, [r["ttft_p50_ms"] or float("nan") for r in rows], "o-",
+                         label=server)
+        for ax, label in ((tok_ax, "aggregate tok/s (median, range)"),
+                          (ttft_ax, "TTFT p50 (ms, median)")):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("concurrent streams")
+            ax.set_ylabel(label)
+            ax.set_title(f"{name}: {entry['model']}, {entry['max_tokens']} tokens/request")
+            ax.grid(alpha=0.3)
+            ax.legend()
+    fig.suptitle(f"{results['machine']}, {results['started']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
