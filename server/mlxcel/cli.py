@@ -237,6 +237,11 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
         help="on MLX's CPU backend, keep mlx-lm's SwiGLU and decode attention instead of "
         "mlxcel's vectorized ones (bit-identical to mlx-lm, slower at large batches) "
         "[env MLXCEL_CPU_KERNELS=0]")
+    add("--no-numpy-decode", dest="numpy_decode", action="store_false",
+        default=_env("MLXCEL_NUMPY_DECODE", "1") != "0",
+        help="on MLX's CPU backend, run llama-family models through mlx-lm's BatchGenerator "
+        "instead of mlxcel's NumPy forward pass (several times slower per token) "
+        "[env MLXCEL_NUMPY_DECODE=0]")
 
 
 SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "prompt-lookup")
@@ -276,6 +281,7 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         draft_max=max(0, args.draft_max),
         prompt_lookup=args.spec_type in ("ngram-simple", "prompt-lookup"),
         cpu_kernels=args.cpu_kernels,
+        numpy_decode=args.numpy_decode,
     )
     # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
     return engine if sharding_group() is None else sharded_engine_config(engine)

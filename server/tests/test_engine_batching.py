@@ -18,13 +18,24 @@ MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3
 HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=11)
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    eng = Engine(EngineConfig(model=MODEL, parallel=4))
+def _engine(**config: Any) -> Iterator[Engine]:
+    eng = Engine(EngineConfig(model=MODEL, parallel=4, **config))
     eng.start()
     assert eng.wait_ready(60), eng.load_error
     yield eng
     eng.stop()
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["numpy-decode", "mlx-batch"])
+def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
+    """Both batches: the NumPy decode path (the default on the CPU) and mlx-lm's."""
+    yield from _engine(numpy_decode=request.param)
+
+
+@pytest.fixture(scope="module")
+def mlx_engine() -> Iterator[Engine]:
+    """mlx-lm's batch, beside which a lone request decodes on the single-sequence lane."""
+    yield from _engine(numpy_decode=False)
 
 
 def _request(engine: Engine, **fields: Any) -> GenerationRequest:
@@ -115,9 +126,10 @@ def test_metrics_count_finished_requests_exactly(engine: Engine) -> None:
 @pytest.mark.parametrize("sampling", [SamplingParams(temperature=0.0), HOT],
                          ids=["greedy", "seeded"])
 def test_a_solo_sequence_moves_into_the_batch_without_changing_its_text(
-        engine: Engine, sampling: SamplingParams) -> None:
+        mlx_engine: Engine, sampling: SamplingParams) -> None:
     """The first request decodes alone; a second arriving mid-way takes it into the batch
     (one forward pass per step), and its text is the text it produces alone."""
+    engine = mlx_engine
     first = _request(engine, sampling=sampling, max_tokens=40, ignore_eos=True)
     second = _request(engine, sampling=SamplingParams(temperature=1.0, seed=5), max_tokens=20,
                       ignore_eos=True)
@@ -146,9 +158,10 @@ def test_a_solo_sequence_moves_into_the_batch_without_changing_its_text(
     assert moved == alone
 
 
-def test_a_burst_into_an_idle_engine_starts_together_in_the_batch(engine: Engine) -> None:
+def test_a_burst_into_an_idle_engine_starts_together_in_the_batch(mlx_engine: Engine) -> None:
     """Requests arriving a millisecond apart at an idle engine all start in the batch: none
     begins alone on the single-sequence lane to be moved into the batch a step later."""
+    engine = mlx_engine
     burst = [_request(engine, max_tokens=6, ignore_eos=True) for _ in range(3)]
 
     async def scenario() -> list[tuple[str, Finished]]:

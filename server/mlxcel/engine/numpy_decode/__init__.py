@@ -1,0 +1,72 @@
+"""The NumPy decode path: on MLX's CPU backend, dense llama-family models (llama, mistral,
+qwen2, qwen3) read prompts and generate tokens with a forward pass in numpy instead of MLX.
+
+Why: on the CPU, MLX dispatches every operation of a step to its stream thread (a few
+microseconds each, ~170 operations per step for two layers), and its float32 products go
+through the system BLAS's general matrix product, which packs the weight matrix even for a
+single row. numpy's bundled OpenBLAS multiplies a row by a matrix at two to three times the
+speed, and a numpy step runs in the engine thread with no hand-off. Measured in
+benchmarks/README.md ("The NumPy decode path").
+
+``extract`` raises ``Unsupported`` for anything else (quantized weights, other rotary
+embeddings, sliding windows, other architectures); those models keep mlx-lm's
+``BatchGenerator``. ``--no-numpy-decode`` (``MLXCEL_NUMPY_DECODE=0``) keeps it for every model.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+
+from .batch import NumpyBatch, Response
+from .weights import Unsupported, Weights, extract
+
+ENV = "MLXCEL_NUMPY_DECODE"
+# Threads of numpy's own BLAS (not the one MLX loads): one, unless MLXCEL_NUMPY_THREADS says
+# otherwise. On this 2-core machine a second BLAS thread made batched steps several times
+# slower (it spins while the event loop and the clients need the core; benchmarks/README.md).
+THREADS_ENV = "MLXCEL_NUMPY_THREADS"
+log = logging.getLogger("mlxcel.engine")
+
+__all__ = ["ENV", "NumpyBatch", "Response", "Unsupported", "Weights", "available", "extract",
+           "numpy_weights"]
+
+
+def available() -> bool:
+    """On MLX's CPU backend, unless switched off by the environment."""
+    return os.environ.get(ENV, "1") != "0" and mx.default_device() == mx.cpu
+
+
+def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
+    """The weights for the NumPy path when it is ``wanted`` and applies to ``model``."""
+    if not wanted or not available():
+        return None
+    try:
+        weights = extract(model)
+    except Unsupported as exc:
+        log.info("NumPy decode path not used: %s", exc)
+        return None
+    threads = limit_numpy_blas(int(os.environ.get(THREADS_ENV, "1") or 1))
+    log.info("decoding on the NumPy path, %s BLAS thread(s) (--no-numpy-decode keeps mlx-lm's "
+             "BatchGenerator)", threads or "default")
+    return weights
+
+
+def limit_numpy_blas(threads: int) -> int:
+    """Set the thread count of the BLAS bundled with numpy (only that one: an OpenBLAS that MLX
+    was given through ``LD_PRELOAD`` keeps its own); returns how many libraries were set."""
+    from threadpoolctl import ThreadpoolController
+
+    numpy_root = Path(np.__file__).resolve().parent.parent
+    done = 0
+    for library in ThreadpoolController().lib_controllers:
+        if library.user_api == "blas" and Path(library.filepath).resolve().is_relative_to(
+                numpy_root) and "numpy" in library.filepath:
+            library.set_num_threads(max(1, threads))
+            done += 1
+    return threads if done else 0

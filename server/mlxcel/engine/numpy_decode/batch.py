@@ -1,0 +1,171 @@
+"""Continuous batching over the NumPy forward pass, shaped like mlx-lm's ``BatchGenerator`` as
+the engine uses it (``insert``, ``next``, ``remove``), so ``engine/worker.py`` drives either.
+
+Each ``next()`` is one forward pass: one token for every sequence that is generating, plus up
+to ``prefill_step_size`` prompt tokens of sequences still reading their prompt (first come,
+first served; a long prompt is read in chunks over several steps, so it never stalls the
+others' tokens for more than one chunk). A sequence's first token is sampled from its last
+prompt position and handed out in the same step.
+
+Differences from ``BatchGenerator`` that the engine relies on or benefits from:
+
+- a token is handed out as soon as it is sampled and fed at the next step, so a finished
+  sequence's cache holds every token but the last (``all_tokens`` says which), and the first
+  token comes one forward pass sooner;
+- greedy sequences without logits processors are sampled in numpy (``argmax``); the others get
+  their logits row as an MLX array, run through their processors and sampler exactly as in a
+  ``BatchGenerator``; a response's ``logprobs`` is computed only when read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, cast
+
+import mlx.core as mx
+import numpy as np
+
+from ..sampling import greedy_sampler
+from .forward import Piece, RopeTable, forward
+from .kv import SequenceKV
+from .weights import Weights
+
+
+@dataclass
+class Response:
+    """Shaped like ``GenerationBatch.Response``."""
+
+    uid: int
+    token: int
+    finish_reason: str | None
+    prompt_cache: list[Any] | None
+    all_tokens: list[int] | None
+    row: np.ndarray | None = field(default=None, repr=False)  # raw logits, greedy path
+    processed: mx.array | None = field(default=None, repr=False)  # log-probabilities
+
+    @cached_property
+    def logprobs(self) -> mx.array:
+        if self.processed is not None:
+            return self.processed
+        assert self.row is not None
+        shifted = self.row - self.row.max()
+        return mx.array(shifted - np.log(np.sum(np.exp(shifted))))
+
+
+@dataclass
+class _Sequence:
+    uid: int
+    kv: SequenceKV
+    pending: list[int]  # prompt tokens still to feed, or the sampled token to feed next
+    fed: list[int]  # the tokens whose keys and values ``kv`` holds
+    max_tokens: int
+    sampler: Callable[[mx.array], mx.array]
+    processors: list[Any]
+    generated: int = 0
+
+    @property
+    def prefilling(self) -> bool:
+        return self.generated == 0
+
+
+class NumpyBatch:
+    def __init__(self, weights: Weights, *, prefill_step_size: int = 256,
+                 cache_dtype: mx.Dtype = mx.float32) -> None:
+        self.weights = weights
+        self.rope = RopeTable(weights)
+        self.prefill_step_size = max(1, prefill_step_size)
+        self.cache_dtype = cache_dtype
+        self._sequences: dict[int, _Sequence] = {}
+        self._next_uid = 0
+
+    def __len__(self) -> int:
+        return len(self._sequences)
+
+    def _new_kv(self, cache: list[Any] | None) -> SequenceKV:
+        w = self.weights
+        if cache is None:
+            return SequenceKV(len(w.layers), w.n_kv_heads, w.head_dim)
+        return SequenceKV.from_mlx(cache, len(w.layers), w.n_kv_heads, w.head_dim)
+
+    def insert(self, prompts: list[list[int]], max_tokens: list[int],
+               caches: Sequence[list[Any] | None] | None = None,
+               all_tokens: list[list[int]] | None = None,
+               samplers: Sequence[Callable[[mx.array], mx.array] | None] | None = None,
+               logits_processors: list[list[Any]] | None = None) -> list[int]:
+        uids = []
+        for index, prompt in enumerate(prompts):
+            if not prompt:
+                raise ValueError("a sequence needs at least one token to feed")
+            if max_tokens[index] <= 0:
+                raise ValueError("max_tokens must be > 0")
+            kv = self._new_kv(caches[index] if caches else None)
+            held = list(all_tokens[index]) if all_tokens else []
+            if len(held) != kv.length:
+                raise ValueError(f"{len(held)} tokens for a cache of {kv.length}")
+            sampler = (samplers[index] if samplers else None) or greedy_sampler
+            processors = list(logits_processors[index]) if logits_processors else []
+            uid, self._next_uid = self._next_uid, self._next_uid + 1
+            self._sequences[uid] = _Sequence(uid, kv, list(prompt), held, max_tokens[index],
+                                             sampler, processors)
+            uids.append(uid)
+        return uids
+
+    def remove(self, uids: list[int], return_prompt_caches: bool = False
+               ) -> dict[int, tuple[list[Any], list[int]]]:
+        out = {}
+        for uid in uids:
+            seq = self._sequences.pop(uid, None)
+            if seq is not None and return_prompt_caches:
+                out[uid] = (seq.kv.to_mlx(self.cache_dtype), list(seq.fed))
+        return out
+
+    def _plan(self) -> list[tuple[_Sequence, int]]:
+        """(sequence, tokens to feed) for this step: every generating sequence's one token,
+        then prompt chunks in arrival order up to the step's budget."""
+        plan = [(s, 1) for s in self._sequences.values() if not s.prefilling]
+        budget = self.prefill_step_size
+        for seq in self._sequences.values():
+            if budget <= 0:
+                break
+            if seq.prefilling:
+                n = min(len(seq.pending), budget)
+                plan.append((seq, n))
+                budget -= n
+        return plan
+
+    def next(self) -> tuple[list[Any], list[Response]]:
+        plan = self._plan()
+        if not plan:
+            return [], []
+        pieces = [Piece(seq.kv, seq.pending[:n]) for seq, n in plan]
+        logits = forward(self.weights, self.rope, pieces)
+        responses = []
+        for (seq, n), row in zip(plan, logits, strict=True):
+            seq.fed.extend(seq.pending[:n])
+            seq.pending = seq.pending[n:]
+            if not seq.pending:
+                responses.append(self._sample(seq, row))
+        return [], responses
+
+    def _sample(self, seq: _Sequence, row: np.ndarray) -> Response:
+        processed = None
+        if seq.sampler is greedy_sampler and not seq.processors:
+            token = int(np.argmax(row))
+        else:
+            logits = mx.array(row)[None]
+            if seq.processors:
+                context = mx.array(seq.fed)
+                for processor in seq.processors:
+                    logits = processor(context, logits)
+            processed = (logits - mx.logsumexp(logits, axis=-1, keepdims=True))
+            token = cast(int, seq.sampler(processed).reshape(-1)[0].item())
+            processed = processed[0]
+        seq.generated += 1
+        seq.pending = [token]
+        if seq.generated < seq.max_tokens:
+            return Response(seq.uid, token, None, None, None, row, processed)
+        del self._sequences[seq.uid]
+        return Response(seq.uid, token, "length", seq.kv.to_mlx(self.cache_dtype),
+                        list(seq.fed), row, processed)
