@@ -98,23 +98,31 @@ def gguf_for(model: Path, cache: Path) -> Path:
     return target
 
 
+def kind_of(name: str) -> str:
+    """``llama-server@t1`` is a llama-server labelled ``t1`` (two builds or settings of one
+    server can run side by side)."""
+    return name.split("@", 1)[0]
+
+
 def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
-             executable: str | None, gguf_cache: Path, extra_args: list[str]) -> ServerSpec:
+             executable: str | None, gguf_cache: Path, extra_args: list[str],
+             extra_env: dict[str, str] | None = None) -> ServerSpec:
     """How ``name`` is started on ``model`` with ``slots`` concurrent sequences."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    kind = kind_of(name)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
     mlx_env = dict(env, LD_PRELOAD=blas) if blas else env
     host = ["--host", "127.0.0.1", "--port", str(port)]
-    fields = dict(FIXED_LENGTH.get(name, {}))
-    if name == "mlxcel":
+    fields = dict(FIXED_LENGTH.get(kind, {}))
+    if kind == "mlxcel":
         cmd = [sys.executable, "-m", "mlxcel", "--model", str(model), *host,
                "--parallel", str(slots), "--max-queue", str(16 * slots), "--log-level", "warning"]
         return ServerSpec(name, cmd + extra_args, mlx_env, fields)
-    if name == "mlx-lm":
+    if kind == "mlx-lm":
         cmd = [sys.executable, "-m", "mlx_lm.server", "--model", str(model), *host,
                "--decode-concurrency", str(max(slots, 32)),
                "--prompt-concurrency", str(max(slots, 8)), "--log-level", "WARNING"]
         return ServerSpec(name, cmd + extra_args, mlx_env, fields, ready_path="/v1/models")
-    if name == "llama-server":
+    if kind == "llama-server":
         if not executable:
             raise ValueError("llama-server needs --llama-server PATH")
         gguf = gguf_for(model, gguf_cache)
@@ -123,7 +131,7 @@ def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
         cmd = [executable, "-m", str(gguf), *host, "--jinja", "--no-webui",
                "-np", str(slots), "-c", str(2048 * slots)]
         return ServerSpec(name, cmd + extra_args, env, fields)
-    if name == "vllm-mlx":
+    if kind == "vllm-mlx":
         if not executable:
             raise ValueError("vllm-mlx needs --vllm-mlx PATH")
         cmd = [executable, "serve", str(model), "--port", str(port), "--continuous-batching",
@@ -159,7 +167,7 @@ def version_of(spec: ServerSpec) -> str:
         "mlx-lm": [sys.executable, "-c", "import mlx_lm; print('mlx-lm', mlx_lm.__version__)"],
         "llama-server": [spec.command[0], "--version"],
     }
-    probe = probes.get(spec.name)
+    probe = probes.get(kind_of(spec.name))
     if probe is None:
         return "unknown"
     try:
@@ -203,15 +211,17 @@ def start(spec: ServerSpec, port: int, logdir: Path) -> RunningServer:
 
 def start_all(names: list[str], model: Path, slots: int, *, blas: str | None,
               executables: dict[str, str | None], gguf_cache: Path, logdir: Path,
-              extra_args: dict[str, list[str]]) -> list[RunningServer]:
+              extra_args: dict[str, list[str]], extra_env: dict[str, dict[str, str]]
+              ) -> list[RunningServer]:
     """Start every server (stopping those already started if one fails)."""
     running: list[RunningServer] = []
     try:
         for name in names:
             port = free_port()
             spec = spec_for(name, model, port, slots, blas=blas,
-                            executable=executables.get(name), gguf_cache=gguf_cache,
-                            extra_args=extra_args.get(name, []))
+                            executable=executables.get(kind_of(name)), gguf_cache=gguf_cache,
+                            extra_args=extra_args.get(name, []),
+                            extra_env=extra_env.get(name))
             print(f"[{name}] {' '.join(spec.command)}", flush=True)
             running.append(start(spec, port, logdir))
     except BaseException:

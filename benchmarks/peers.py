@@ -143,8 +143,9 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
         blas = None
     servers = start_all(names, model, max(levels), blas=blas, executables=executables,
                         gguf_cache=args.gguf_cache, logdir=workdir / fixture,
-                        extra_args={"mlxcel": args.mlxcel_args.split()} if args.mlxcel_args
-                        else {})
+                        extra_args={k: v.split() for k, v in _pairs(args.args).items()},
+                        extra_env={k: {"PYTHONPATH": v}
+                                   for k, v in _pairs(args.pythonpath).items()})
     entry: dict[str, Any] = {
         "model": model.name, "parameters": parameter_count(model), "levels": levels,
         "max_tokens": max_tokens, "min_tokens": min_tokens, "blas_preload": blas,
@@ -169,6 +170,10 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
     return entry
 
 
+def _pairs(items: list[str]) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in items)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers",
                                      description=(__doc__ or "").splitlines()[0])
@@ -186,7 +191,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="tokens each level generates at least (0: per fixture)")
     parser.add_argument("--blas", default=DEFAULT_BLAS,
                         help="LD_PRELOAD for the MLX servers ('none': the wheel's BLAS)")
-    parser.add_argument("--mlxcel-args", default="", help="extra mlxcel-server flags")
+    parser.add_argument("--args", action="append", default=[], metavar="SERVER=FLAGS",
+                        help="extra flags for one server, e.g. 'llama-server=-t 1' "
+                        "(a server may be named kind@label to run twice: mlxcel@base)")
+    parser.add_argument("--pythonpath", action="append", default=[], metavar="SERVER=PATH",
+                        help="PYTHONPATH of one server, e.g. another mlxcel checkout's server/")
     parser.add_argument("--gguf-cache", type=Path,
                         default=Path.home() / ".cache" / "mlxcel" / "bench-models")
     parser.add_argument("--workdir", type=Path, default=None, help="server logs")

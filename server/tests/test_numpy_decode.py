@@ -18,7 +18,7 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
-from mlxcel.engine.numpy_decode.kv import SequenceKV
+from mlxcel.engine.numpy_decode.kv import KVPool
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -40,8 +40,8 @@ def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
         mx.array(prompt), model, max_tokens=n, sampler=lambda x: mx.argmax(x, axis=-1))]
 
 
-def _kv(weights: Any) -> SequenceKV:
-    return SequenceKV(len(weights.layers), weights.n_kv_heads, weights.head_dim)
+def _pool(weights: Any) -> KVPool:
+    return KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim)
 
 
 def test_logits_match_mlx_to_float32_rounding(loaded: tuple[Any, Any]) -> None:
@@ -49,7 +49,8 @@ def test_logits_match_mlx_to_float32_rounding(loaded: tuple[Any, Any]) -> None:
     prompt = _prompt(tokenizer, "Tell me about the sea.")
     expected = np.asarray(model(mx.array(prompt)[None])[0, -1])
     weights = extract(model)
-    got = forward(weights, RopeTable(weights), [Piece(_kv(weights), prompt)])[0]
+    pool = _pool(weights)
+    got = forward(weights, RopeTable(weights), pool, [Piece(pool.add(), prompt)])[0]
     assert got.shape == expected.shape
     assert np.max(np.abs(got - expected)) < 1e-4 * max(1.0, float(np.max(np.abs(expected))))
     assert int(np.argmax(got)) == int(np.argmax(expected))
@@ -60,13 +61,15 @@ def test_a_prompt_read_in_chunks_is_the_prompt_read_at_once(loaded: tuple[Any, A
     weights = extract(model)
     rope = RopeTable(weights)
     prompt = _prompt(tokenizer, "Tell me a long story about a cat who learns to sail.")
-    whole, chunked = _kv(weights), _kv(weights)
-    at_once = forward(weights, rope, [Piece(whole, prompt)])[0]
+    pool = _pool(weights)
+    whole, chunked = pool.add(), pool.add()
+    at_once = forward(weights, rope, pool, [Piece(whole, prompt)])[0]
     for start in range(0, len(prompt), 7):
-        last = forward(weights, rope, [Piece(chunked, prompt[start:start + 7])])[0]
-    assert chunked.length == whole.length == len(prompt)
+        last = forward(weights, rope, pool, [Piece(chunked, prompt[start:start + 7])])[0]
+    assert pool.lengths == [len(prompt)] * 2
     np.testing.assert_allclose(last, at_once, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(chunked.keys[:, :, :len(prompt)], whole.keys[:, :, :len(prompt)],
+    n = len(prompt)
+    np.testing.assert_allclose(pool.keys[:, chunked, :, :n], pool.keys[:, whole, :, :n],
                                rtol=1e-5, atol=1e-5)
 
 
@@ -93,6 +96,33 @@ def test_greedy_tokens_are_mlx_lm_s_alone_and_in_a_batch(loaded: tuple[Any, Any]
     alone = NumpyBatch(extract(model))
     (uid,) = alone.insert(prompts[1:2], [32])
     assert [r.token for r in _drain(alone)[uid]] == expected[1]
+
+
+def test_sequences_leaving_and_joining_keep_every_other_sequence_s_tokens(
+        loaded: tuple[Any, Any]) -> None:
+    """Slots are compacted when a sequence leaves (the last one moves into the hole), and a
+    sequence may join while others decode: nobody's tokens change."""
+    model, tokenizer = loaded
+    prompts = [_prompt(tokenizer, text) for text in
+               ("Tell me a story.", "What is 2 + 2?", "Name three colours of the sea.",
+                "Say hello.")]
+    expected = [_greedy(model, p, 30) for p in prompts]
+    batch = NumpyBatch(extract(model), prefill_step_size=64)
+    uids = batch.insert(prompts[:3], [5, 30, 30])
+    got: dict[int, list[int]] = {uid: [] for uid in uids}
+    late = dropped = None
+    for step in range(40):
+        for response in batch.next()[1]:
+            got[response.uid].append(response.token)
+        if step == 8:  # the first has left; the middle one leaves too, a fourth joins
+            batch.remove([uids[1]])
+            dropped = len(got[uids[1]])
+            (late,) = batch.insert(prompts[3:], [30])
+            got[late] = []
+    assert late is not None and dropped is not None and not len(batch)
+    assert got[uids[0]] == expected[0][:5]
+    assert got[uids[1]] == expected[1][:dropped]
+    assert got[uids[2]] == expected[2] and got[late] == expected[3]
 
 
 def test_a_finished_sequence_hands_back_its_cache_and_a_hit_continues_it(
@@ -149,7 +179,7 @@ def test_rotary_embedding_matches_mlx(traditional: bool, loaded: tuple[Any, Any]
     weights.rope_traditional, weights.rope_scale = traditional, 0.5
     x = np.random.default_rng(0).standard_normal((5, 4, weights.head_dim)).astype(np.float32)
     positions = np.array([0, 1, 2, 700, 30000])
-    got = RopeTable(weights).apply(x, positions)
+    got = RopeTable(weights).at(positions)(x)
     for row, position in enumerate(positions):
         expected = mx.fast.rope(mx.array(x[row:row + 1].transpose(1, 0, 2))[None],
                                 weights.head_dim, traditional=traditional,

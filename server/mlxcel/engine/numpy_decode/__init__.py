@@ -27,10 +27,15 @@ from .batch import NumpyBatch, Response
 from .weights import Unsupported, Weights, extract
 
 ENV = "MLXCEL_NUMPY_DECODE"
-# Threads of numpy's own BLAS (not the one MLX loads): one, unless MLXCEL_NUMPY_THREADS says
-# otherwise. On this 2-core machine a second BLAS thread made batched steps several times
-# slower (it spins while the event loop and the clients need the core; benchmarks/README.md).
+# Threads of numpy's own BLAS (not the one MLX loads): one core is left to the HTTP event loop
+# (MLXCEL_NUMPY_THREADS overrides). On a 2-core machine with other work a second BLAS thread
+# made batched steps several times slower: it spins while the event loop and the clients wait
+# for the core (benchmarks/README.md, "The NumPy decode path").
 THREADS_ENV = "MLXCEL_NUMPY_THREADS"
+
+
+def default_threads() -> int:
+    return max(1, (os.cpu_count() or 2) - 1)
 log = logging.getLogger("mlxcel.engine")
 
 __all__ = ["ENV", "NumpyBatch", "Response", "Unsupported", "Weights", "available", "extract",
@@ -51,7 +56,7 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
     except Unsupported as exc:
         log.info("NumPy decode path not used: %s", exc)
         return None
-    threads = limit_numpy_blas(int(os.environ.get(THREADS_ENV, "1") or 1))
+    threads = limit_numpy_blas(int(os.environ.get(THREADS_ENV) or default_threads()))
     log.info("decoding on the NumPy path, %s BLAS thread(s) (--no-numpy-decode keeps mlx-lm's "
              "BatchGenerator)", threads or "default")
     return weights

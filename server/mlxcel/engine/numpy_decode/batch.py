@@ -29,7 +29,7 @@ import numpy as np
 
 from ..sampling import greedy_sampler
 from .forward import Piece, RopeTable, forward
-from .kv import SequenceKV
+from .kv import KVPool
 from .weights import Weights
 
 
@@ -57,9 +57,9 @@ class Response:
 @dataclass
 class _Sequence:
     uid: int
-    kv: SequenceKV
+    slot: int
     pending: list[int]  # prompt tokens still to feed, or the sampled token to feed next
-    fed: list[int]  # the tokens whose keys and values ``kv`` holds
+    fed: list[int]  # the tokens whose keys and values the slot holds
     max_tokens: int
     sampler: Callable[[mx.array], mx.array]
     processors: list[Any]
@@ -75,19 +75,15 @@ class NumpyBatch:
                  cache_dtype: mx.Dtype = mx.float32) -> None:
         self.weights = weights
         self.rope = RopeTable(weights)
+        self.pool = KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim)
         self.prefill_step_size = max(1, prefill_step_size)
         self.cache_dtype = cache_dtype
         self._sequences: dict[int, _Sequence] = {}
+        self._by_slot: dict[int, int] = {}
         self._next_uid = 0
 
     def __len__(self) -> int:
         return len(self._sequences)
-
-    def _new_kv(self, cache: list[Any] | None) -> SequenceKV:
-        w = self.weights
-        if cache is None:
-            return SequenceKV(len(w.layers), w.n_kv_heads, w.head_dim)
-        return SequenceKV.from_mlx(cache, len(w.layers), w.n_kv_heads, w.head_dim)
 
     def insert(self, prompts: list[list[int]], max_tokens: list[int],
                caches: Sequence[list[Any] | None] | None = None,
@@ -100,15 +96,18 @@ class NumpyBatch:
                 raise ValueError("a sequence needs at least one token to feed")
             if max_tokens[index] <= 0:
                 raise ValueError("max_tokens must be > 0")
-            kv = self._new_kv(caches[index] if caches else None)
             held = list(all_tokens[index]) if all_tokens else []
-            if len(held) != kv.length:
-                raise ValueError(f"{len(held)} tokens for a cache of {kv.length}")
+            slot = self.pool.add(caches[index] if caches else None)
+            cached = self.pool.lengths[slot]
+            if len(held) != cached:
+                self.pool.remove(slot)
+                raise ValueError(f"{len(held)} tokens for a cache of {cached}")
             sampler = (samplers[index] if samplers else None) or greedy_sampler
             processors = list(logits_processors[index]) if logits_processors else []
             uid, self._next_uid = self._next_uid, self._next_uid + 1
-            self._sequences[uid] = _Sequence(uid, kv, list(prompt), held, max_tokens[index],
+            self._sequences[uid] = _Sequence(uid, slot, list(prompt), held, max_tokens[index],
                                              sampler, processors)
+            self._by_slot[slot] = uid
             uids.append(uid)
         return uids
 
@@ -116,10 +115,22 @@ class NumpyBatch:
                ) -> dict[int, tuple[list[Any], list[int]]]:
         out = {}
         for uid in uids:
-            seq = self._sequences.pop(uid, None)
-            if seq is not None and return_prompt_caches:
-                out[uid] = (seq.kv.to_mlx(self.cache_dtype), list(seq.fed))
+            seq = self._sequences.get(uid)
+            if seq is None:
+                continue
+            if return_prompt_caches:
+                out[uid] = (self.pool.to_mlx(seq.slot, self.cache_dtype), list(seq.fed))
+            self._drop(seq)
         return out
+
+    def _drop(self, seq: _Sequence) -> None:
+        del self._sequences[seq.uid]
+        del self._by_slot[seq.slot]
+        moved = self.pool.remove(seq.slot)
+        if moved is not None:  # the last slot's sequence now lives in the freed one
+            uid = self._by_slot.pop(moved)
+            self._sequences[uid].slot = seq.slot
+            self._by_slot[seq.slot] = uid
 
     def _plan(self) -> list[tuple[_Sequence, int]]:
         """(sequence, tokens to feed) for this step: every generating sequence's one token,
@@ -139,8 +150,8 @@ class NumpyBatch:
         plan = self._plan()
         if not plan:
             return [], []
-        pieces = [Piece(seq.kv, seq.pending[:n]) for seq, n in plan]
-        logits = forward(self.weights, self.rope, pieces)
+        pieces = [Piece(seq.slot, seq.pending[:n]) for seq, n in plan]
+        logits = forward(self.weights, self.rope, self.pool, pieces)
         responses = []
         for (seq, n), row in zip(plan, logits, strict=True):
             seq.fed.extend(seq.pending[:n])
@@ -166,6 +177,6 @@ class NumpyBatch:
         seq.pending = [token]
         if seq.generated < seq.max_tokens:
             return Response(seq.uid, token, None, None, None, row, processed)
-        del self._sequences[seq.uid]
-        return Response(seq.uid, token, "length", seq.kv.to_mlx(self.cache_dtype),
-                        list(seq.fed), row, processed)
+        cache = self.pool.to_mlx(seq.slot, self.cache_dtype)
+        self._drop(seq)
+        return Response(seq.uid, token, "length", cache, list(seq.fed), row, processed)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kv import SequenceKV
+from .kv import KVPool
 from .weights import Weights
 
 # exp(-g) for g below -EXP_LIMIT would overflow float32; silu(g) is -0.0 there either way.
@@ -24,9 +24,9 @@ EXP_LIMIT = 80.0
 
 @dataclass
 class Piece:
-    """Tokens fed for one sequence at its next positions."""
+    """Tokens fed for the sequence in ``slot`` at its next positions."""
 
-    kv: SequenceKV
+    slot: int
     tokens: list[int]
 
 
@@ -48,27 +48,49 @@ class RopeTable:
         self.cos = np.cos(angles).astype(np.float32)
         self.sin = np.sin(angles).astype(np.float32)
 
-    def apply(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """Rotate ``(rows, heads, head_dim)`` by each row's position."""
+    def at(self, positions: np.ndarray) -> Rotation:
+        """The rotation of rows at ``positions``, to apply to any number of heads."""
         top = int(positions.max()) + 1 if len(positions) else 0
         if top > len(self.cos):
             self._grow(top)
-        cos = self.cos[positions][:, None, :]
-        sin = self.sin[positions][:, None, :]
+        return Rotation(self.cos[positions], self.sin[positions], self.traditional)
+
+
+class Rotation:
+    """Rotary embedding for a fixed set of rows. Half-split layout: ``x * [cos, cos] +
+    [x2, x1] * [-sin, sin]``, which is ``[x1 cos - x2 sin, x2 cos + x1 sin]`` exactly."""
+
+    def __init__(self, cos: np.ndarray, sin: np.ndarray, traditional: bool) -> None:
+        self.traditional = traditional
+        if traditional:
+            self.cos, self.sin = cos[:, None, :], sin[:, None, :]
+        else:
+            self.cos = np.concatenate([cos, cos], axis=-1)[:, None, :]
+            self.sin = np.concatenate([-sin, sin], axis=-1)[:, None, :]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Rotate ``(rows, heads, head_dim)``."""
         if self.traditional:
             even, odd = x[..., 0::2], x[..., 1::2]
             out = np.empty_like(x)
-            out[..., 0::2] = even * cos - odd * sin
-            out[..., 1::2] = odd * cos + even * sin
+            out[..., 0::2] = even * self.cos - odd * self.sin
+            out[..., 1::2] = odd * self.cos + even * self.sin
             return out
         half = x.shape[-1] // 2
-        first, second = x[..., :half], x[..., half:]
-        return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
+        swapped = np.concatenate([x[..., half:], x[..., :half]], axis=-1)
+        out = x * self.cos
+        out += swapped * self.sin
+        return out
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    mean_square = np.mean(np.square(x), axis=-1, keepdims=True)
-    return x * (1.0 / np.sqrt(mean_square + np.float32(eps))) * weight
+    # np.mean's Python wrapper costs more than the arithmetic at these sizes; this is its sum
+    # divided by the count, in the same order.
+    mean_square = np.square(x).sum(axis=-1, keepdims=True)
+    mean_square /= x.shape[-1]
+    mean_square += np.float32(eps)
+    np.sqrt(mean_square, out=mean_square)
+    return x / mean_square * weight
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -77,13 +99,14 @@ def softmax(scores: np.ndarray) -> np.ndarray:
     return scores
 
 
-def attend(q: np.ndarray, kv: SequenceKV, layer: int, end: int, w: Weights) -> np.ndarray:
+def attend(q: np.ndarray, pool: KVPool, layer: int, slot: int, end: int, w: Weights
+           ) -> np.ndarray:
     """Attention of ``q`` ``(n, heads, head_dim)``, the queries at positions ``end-n..end``,
-    over the sequence's first ``end`` positions; returns ``(n, heads * head_dim)``."""
+    over the slot's first ``end`` positions; returns ``(n, heads * head_dim)``."""
     n, heads, dim = q.shape
     groups = heads // w.n_kv_heads
-    keys = kv.keys[layer, :, :end]  # (kv_heads, end, head_dim)
-    values = kv.values[layer, :, :end]
+    keys = pool.keys[layer, slot, :, :end]  # (kv_heads, end, head_dim)
+    values = pool.values[layer, slot, :, :end]
     grouped = (q * np.float32(w.scale)).transpose(1, 0, 2).reshape(w.n_kv_heads, groups * n, dim)
     scores = grouped @ keys.transpose(0, 2, 1)  # (kv_heads, groups * n, end)
     if n > 1:
@@ -96,19 +119,47 @@ def attend(q: np.ndarray, kv: SequenceKV, layer: int, end: int, w: Weights) -> n
     return out.reshape(heads, n, dim).transpose(1, 0, 2).reshape(n, heads * dim)
 
 
-def forward(w: Weights, rope: RopeTable, pieces: list[Piece]) -> np.ndarray:
-    """Feed every piece (advancing its sequence's length); the logits ``(pieces, vocab)`` at
-    each piece's last position."""
+def attend_singles(q: np.ndarray, pool: KVPool, layer: int, slots: np.ndarray,
+                   ends: np.ndarray, w: Weights) -> np.ndarray:
+    """Attention of one query per sequence, ``q`` ``(b, heads, head_dim)``, over each slot's
+    first ``ends[i]`` positions, as one batched product over the slots' range (a slot in the
+    range with no query gets a zero one, and its row is dropped)."""
+    first, last = int(slots.min()), int(slots.max()) + 1
+    span, width = last - first, int(ends.max())
+    heads, dim = q.shape[1], q.shape[2]
+    kv_heads, groups = w.n_kv_heads, heads // w.n_kv_heads
+    grouped = np.zeros((span, kv_heads, groups, dim), np.float32)
+    grouped[slots - first] = (q * np.float32(w.scale)).reshape(-1, kv_heads, groups, dim)
+    keys = pool.keys[layer, first:last, :, :width]  # (span, kv_heads, width, head_dim)
+    scores = grouped @ keys.transpose(0, 1, 3, 2)  # (span, kv_heads, groups, width)
+    limit = np.full(span, width)
+    limit[slots - first] = ends
+    masked = np.arange(width)[None, :] >= limit[:, None]
+    if masked.any():
+        scores += np.where(masked, np.float32(-np.inf), np.float32(0))[:, None, None, :]
+    out = softmax(scores) @ pool.values[layer, first:last, :, :width]
+    return out[slots - first].reshape(len(slots), heads * dim)
+
+
+def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> np.ndarray:
+    """Feed every piece (advancing its slot's length); the logits ``(pieces, vocab)`` at each
+    piece's last position."""
     lengths = [len(p.tokens) for p in pieces]
-    starts = [p.kv.length for p in pieces]
-    for piece, start, n in zip(pieces, starts, lengths, strict=True):
-        piece.kv.reserve(start + n)
+    starts = [pool.lengths[p.slot] for p in pieces]
+    pool.reserve(max(s + n for s, n in zip(starts, lengths, strict=True)))
     tokens = np.fromiter((t for p in pieces for t in p.tokens), np.int64, sum(lengths))
     positions = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths,
                                                                       strict=True)])
+    offsets = np.cumsum([0, *lengths])
+    singles = [i for i, n in enumerate(lengths) if n == 1]
+    single_rows = offsets[singles]
+    single_slots = np.array([pieces[i].slot for i in singles], np.int64)
+    single_pos = positions[single_rows]
+    multi = [i for i, n in enumerate(lengths) if n > 1]
     rows = len(tokens)
     heads, kv_heads, dim = w.n_heads, w.n_kv_heads, w.head_dim
-    x = w.embed[tokens]
+    x = w.embed[tokens]  # a copy: updated in place below
+    rotate = rope.at(positions)
     for index, layer in enumerate(w.layers):
         h = rms_norm(x, layer.input_norm, w.eps)
         q = layer.q(h).reshape(rows, heads, dim)
@@ -116,19 +167,23 @@ def forward(w: Weights, rope: RopeTable, pieces: list[Piece]) -> np.ndarray:
         v = layer.v(h).reshape(rows, kv_heads, dim)
         if layer.q_norm is not None and layer.k_norm is not None:
             q, k = rms_norm(q, layer.q_norm, w.eps), rms_norm(k, layer.k_norm, w.eps)
-        q, k = rope.apply(q, positions), rope.apply(k, positions)
+        q, k = rotate(q), rotate(k)
         out = np.empty((rows, heads * dim), np.float32)
-        row = 0
-        for piece, start, n in zip(pieces, starts, lengths, strict=True):
-            piece.kv.write(index, start, k[row:row + n], v[row:row + n])
-            out[row:row + n] = attend(q[row:row + n], piece.kv, index, start + n, w)
-            row += n
-        x = x + layer.o(out)
+        if singles:
+            pool.keys[index, single_slots, :, single_pos] = k[single_rows]
+            pool.values[index, single_slots, :, single_pos] = v[single_rows]
+            out[single_rows] = attend_singles(q[single_rows], pool, index, single_slots,
+                                              single_pos + 1, w)
+        for i in multi:
+            start, n, slot, row = starts[i], lengths[i], pieces[i].slot, offsets[i]
+            pool.keys[index, slot, :, start:start + n] = k[row:row + n].transpose(1, 0, 2)
+            pool.values[index, slot, :, start:start + n] = v[row:row + n].transpose(1, 0, 2)
+            out[row:row + n] = attend(q[row:row + n], pool, index, slot, start + n, w)
+        x += layer.o(out)
         h = rms_norm(x, layer.post_norm, w.eps)
         gate = layer.gate(h)
         silu = gate / (1.0 + np.exp(np.minimum(-gate, np.float32(EXP_LIMIT))))
-        x = x + layer.down(silu * layer.up(h))
+        x += layer.down(silu * layer.up(h))
     for piece, start, n in zip(pieces, starts, lengths, strict=True):
-        piece.kv.length = start + n
-    last = np.cumsum(lengths) - 1
-    return rms_norm(x[last], w.norm, w.eps) @ w.lm_head_t
+        pool.lengths[piece.slot] = start + n
+    return rms_norm(x[offsets[1:] - 1], w.norm, w.eps) @ w.lm_head_t

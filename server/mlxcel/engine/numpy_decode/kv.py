@@ -1,5 +1,12 @@
-"""One sequence's keys and values for the NumPy forward pass, and the conversion to and from
-mlx-lm's ``KVCache`` (the prompt cache and the single-sequence lane hold those)."""
+"""The keys and values of every sequence in a NumPy batch, in one array per kind, and the
+conversion to and from mlx-lm's ``KVCache`` (the prompt cache and the single-sequence lane
+hold those).
+
+``(layers, slots, kv_heads, capacity, head_dim)``: a sequence owns a slot, and the occupied
+slots are always ``0..count-1`` (a removed sequence's slot takes the last one's), so the
+decoding sequences' keys at one layer are a strided view, ``keys[layer, a:b]``, that one
+batched product reads without copying. Slots and capacity grow by reallocation.
+"""
 
 from __future__ import annotations
 
@@ -13,53 +20,64 @@ from mlx_lm.models.cache import KVCache
 STEP = 256
 
 
-class SequenceKV:
-    """Keys and values of every layer, ``(layers, kv_heads, capacity, head_dim)`` each; the
-    first ``length`` positions are filled."""
-
+class KVPool:
     def __init__(self, layers: int, kv_heads: int, head_dim: int) -> None:
-        self.shape = (layers, kv_heads, 0, head_dim)
-        self.keys = np.zeros(self.shape, np.float32)
-        self.values = np.zeros(self.shape, np.float32)
-        self.length = 0
+        self.layers, self.kv_heads, self.head_dim = layers, kv_heads, head_dim
+        self.keys = np.zeros((layers, 0, kv_heads, 0, head_dim), np.float32)
+        self.values = np.zeros_like(self.keys)
+        self.lengths: list[int] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.lengths)
 
     @property
     def nbytes(self) -> int:
         return int(self.keys.nbytes + self.values.nbytes)
 
-    def reserve(self, length: int) -> None:
-        """Room for ``length`` positions (existing ones kept)."""
-        capacity = self.keys.shape[2]
-        if length <= capacity:
-            return
-        new = -(-length // STEP) * STEP
-        layers, heads, _, dim = self.shape
+    def _resize(self, slots: int, capacity: int) -> None:
+        shape = (self.layers, slots, self.kv_heads, capacity, self.head_dim)
+        used = max(self.lengths, default=0)
         for name in ("keys", "values"):
-            grown = np.zeros((layers, heads, new, dim), np.float32)
-            grown[:, :, :self.length] = getattr(self, name)[:, :, :self.length]
+            grown = np.zeros(shape, np.float32)
+            grown[:, :self.count, :, :used] = getattr(self, name)[:, :self.count, :, :used]
             setattr(self, name, grown)
 
-    def write(self, layer: int, start: int, keys: np.ndarray, values: np.ndarray) -> None:
-        """Store ``(n, kv_heads, head_dim)`` keys and values at positions ``start..start+n``
-        (``reserve`` first)."""
-        n = keys.shape[0]
-        self.keys[layer, :, start:start + n] = keys.transpose(1, 0, 2)
-        self.values[layer, :, start:start + n] = values.transpose(1, 0, 2)
+    def reserve(self, length: int) -> None:
+        """Room for ``length`` positions in every slot."""
+        if length > self.keys.shape[3]:
+            self._resize(self.keys.shape[1], -(-length // STEP) * STEP)
 
-    def trim(self, length: int) -> None:
-        self.length = min(self.length, length)
+    def add(self, caches: list[Any] | None = None) -> int:
+        """A new slot, empty or holding a copy of a per-layer ``KVCache`` list (batch 1)."""
+        if self.count == self.keys.shape[1]:
+            self._resize(max(4, 2 * self.count), self.keys.shape[3])
+        slot = self.count
+        self.lengths.append(0)
+        if caches:
+            self._read(slot, caches)
+        return slot
 
-    # -- mlx-lm's caches ---------------------------------------------------------------------
-    @classmethod
-    def from_mlx(cls, caches: list[Any], layers: int, kv_heads: int, head_dim: int
-                 ) -> SequenceKV:
-        """A copy of what a list of per-layer ``KVCache`` holds (batch 1)."""
-        kv = cls(layers, kv_heads, head_dim)
-        if len(caches) != layers:
-            raise ValueError(f"{len(caches)} caches for {layers} layers")
+    def remove(self, slot: int) -> int | None:
+        """Free ``slot``; the last slot's sequence moves into it. Returns the moved sequence's
+        old slot (its new one is ``slot``), or None when ``slot`` was the last."""
+        last = self.count - 1
+        if slot == last:
+            self.lengths.pop()
+            return None
+        length = self.lengths[last]
+        self.keys[:, slot, :, :length] = self.keys[:, last, :, :length]
+        self.values[:, slot, :, :length] = self.values[:, last, :, :length]
+        self.lengths[slot] = length
+        self.lengths.pop()
+        return last
+
+    def _read(self, slot: int, caches: list[Any]) -> None:
+        if len(caches) != self.layers:
+            raise ValueError(f"{len(caches)} caches for {self.layers} layers")
         length = int(getattr(caches[0], "offset", 0) or 0)
-        kv.reserve(length)
-        for index, cache in enumerate(caches):
+        self.reserve(length)
+        for layer, cache in enumerate(caches):
             if not isinstance(cache, KVCache):
                 raise TypeError(f"cannot read a {type(cache).__name__}")
             if int(cache.offset) != length:
@@ -69,19 +87,19 @@ class SequenceKV:
                 keys = stored[0][0, :, :length].astype(mx.float32)
                 values = stored[1][0, :, :length].astype(mx.float32)
                 mx.eval(keys, values)
-                kv.keys[index, :, :length] = np.asarray(keys)
-                kv.values[index, :, :length] = np.asarray(values)
-        kv.length = length
-        return kv
+                self.keys[layer, slot, :, :length] = np.asarray(keys)
+                self.values[layer, slot, :, :length] = np.asarray(values)
+        self.lengths[slot] = length
 
-    def to_mlx(self, dtype: mx.Dtype = mx.float32) -> list[KVCache]:
-        """Per-layer ``KVCache`` objects holding a copy of the filled positions."""
+    def to_mlx(self, slot: int, dtype: mx.Dtype = mx.float32) -> list[KVCache]:
+        """Per-layer ``KVCache`` objects holding a copy of the slot's filled positions."""
+        length = self.lengths[slot]
         out = []
-        for index in range(self.shape[0]):
+        for layer in range(self.layers):
             cache = KVCache()
-            if self.length:
-                keys = mx.array(self.keys[index, None, :, :self.length]).astype(dtype)
-                values = mx.array(self.values[index, None, :, :self.length]).astype(dtype)
-                cache.state = (keys, values, self.length)
+            if length:
+                keys = mx.array(self.keys[layer, slot, None, :, :length]).astype(dtype)
+                values = mx.array(self.values[layer, slot, None, :, :length]).astype(dtype)
+                cache.state = (keys, values, length)
             out.append(cache)
         return out
