@@ -242,6 +242,11 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
         help="on MLX's CPU backend, run llama-family models through mlx-lm's BatchGenerator "
         "instead of mlxcel's NumPy forward pass (several times slower per token) "
         "[env MLXCEL_NUMPY_DECODE=0]")
+    add("--stream-interval-ms", type=float,
+        default=float(_env("MLXCEL_STREAM_INTERVAL_MS", "1") or 1),
+        help="let a stream's tokens gather this long between socket writes (default 1; 0 "
+        "sends each token as it is generated; the first token and the end go at once) "
+        "[env MLXCEL_STREAM_INTERVAL_MS]")
 
 
 SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "prompt-lookup")
@@ -282,6 +287,7 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         prompt_lookup=args.spec_type in ("ngram-simple", "prompt-lookup"),
         cpu_kernels=args.cpu_kernels,
         numpy_decode=args.numpy_decode,
+        stream_interval_ms=max(0.0, args.stream_interval_ms),
     )
     # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
     return engine if sharding_group() is None else sharded_engine_config(engine)

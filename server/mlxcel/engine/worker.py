@@ -106,6 +106,8 @@ class EngineConfig:
     cpu_kernels: bool = True
     # On the CPU, llama-family models decode in numpy (engine/numpy_decode/).
     numpy_decode: bool = True
+    # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
+    stream_interval_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.solo_only and self.parallel != 1:
@@ -217,7 +219,8 @@ class Engine:
                 f"the request exceeds the available context size: {n_prompt} prompt tokens, "
                 f"context size {model.context_size}"
             )
-        handle = RequestHandle(request, asyncio.get_running_loop())
+        handle = RequestHandle(request, asyncio.get_running_loop(),
+                               self.config.stream_interval_ms / 1000)
         self.queue.push(handle)
         return handle
 
