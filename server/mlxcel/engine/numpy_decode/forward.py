@@ -147,27 +147,30 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
     lengths = [len(p.tokens) for p in pieces]
     starts = [pool.lengths[p.slot] for p in pieces]
     pool.reserve(max(s + n for s, n in zip(starts, lengths, strict=True)))
-    tokens = np.fromiter((t for p in pieces for t in p.tokens), np.int64, sum(lengths))
-    positions = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths,
-                                                                      strict=True)])
+    tokens = np.array([t for p in pieces for t in p.tokens], np.int64)
+    positions = np.array([s + i for s, n in zip(starts, lengths, strict=True)
+                          for i in range(n)], np.int64)
     offsets = np.cumsum([0, *lengths])
+    # Single-token pieces share one batched attention, unless there is only one of them.
     singles = [i for i, n in enumerate(lengths) if n == 1]
+    if len(singles) < 2:
+        singles = []
     single_rows = offsets[singles]
     single_slots = np.array([pieces[i].slot for i in singles], np.int64)
     single_pos = positions[single_rows]
-    multi = [i for i, n in enumerate(lengths) if n > 1]
+    multi = [i for i, n in enumerate(lengths) if n > 1 or len(singles) == 0]
     rows = len(tokens)
     heads, kv_heads, dim = w.n_heads, w.n_kv_heads, w.head_dim
     x = w.embed[tokens]  # a copy: updated in place below
     rotate = rope.at(positions)
     for index, layer in enumerate(w.layers):
         h = rms_norm(x, layer.input_norm, w.eps)
-        q = layer.q(h).reshape(rows, heads, dim)
-        k = layer.k(h).reshape(rows, kv_heads, dim)
+        qk = np.concatenate([layer.q(h), layer.k(h)], axis=-1).reshape(rows, -1, dim)
         v = layer.v(h).reshape(rows, kv_heads, dim)
-        if layer.q_norm is not None and layer.k_norm is not None:
-            q, k = rms_norm(q, layer.q_norm, w.eps), rms_norm(k, layer.k_norm, w.eps)
-        q, k = rotate(q), rotate(k)
+        if layer.qk_norm is not None:
+            qk = rms_norm(qk, layer.qk_norm, w.eps)
+        qk = rotate(qk)  # queries and keys together: one norm, one rotation
+        q, k = qk[:, :heads], qk[:, heads:]
         out = np.empty((rows, heads * dim), np.float32)
         if singles:
             pool.keys[index, single_slots, :, single_pos] = k[single_rows]

@@ -41,8 +41,7 @@ class Layer:
     k: Linear
     v: Linear
     o: Linear
-    q_norm: np.ndarray | None  # qwen3: RMSNorm over each head's queries and keys
-    k_norm: np.ndarray | None
+    qk_norm: np.ndarray | None  # qwen3's q_norm and k_norm, one row per head (heads + kv)
     gate: Linear
     up: Linear
     down: Linear
@@ -101,16 +100,16 @@ def _layer(block: Any, index: int) -> tuple[Layer, Any]:
     if getattr(block, "use_sliding", False):
         raise Unsupported(f"layer {index} uses sliding-window attention")
     attn, mlp = block.self_attn, block.mlp
-    q_norm = k_norm = None
+    qk_norm = None
     if hasattr(attn, "q_norm"):
         q_norm, _ = _norm(attn.q_norm, "q_norm")
         k_norm, _ = _norm(attn.k_norm, "k_norm")
+        qk_norm = np.stack([q_norm] * int(attn.n_heads) + [k_norm] * int(attn.n_kv_heads))
     layer = Layer(
         input_norm=_norm(block.input_layernorm, "input_layernorm")[0],
         post_norm=_norm(block.post_attention_layernorm, "post_attention_layernorm")[0],
         q=_linear(attn.q_proj, "q_proj"), k=_linear(attn.k_proj, "k_proj"),
-        v=_linear(attn.v_proj, "v_proj"), o=_linear(attn.o_proj, "o_proj"),
-        q_norm=q_norm, k_norm=k_norm,
+        v=_linear(attn.v_proj, "v_proj"), o=_linear(attn.o_proj, "o_proj"), qk_norm=qk_norm,
         gate=_linear(mlp.gate_proj, "gate_proj"), up=_linear(mlp.up_proj, "up_proj"),
         down=_linear(mlp.down_proj, "down_proj"),
     )
