@@ -19,6 +19,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
+from mlxcel.engine.numpy_decode.parallel import Workers
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -206,3 +207,18 @@ def test_models_it_cannot_reproduce_keep_mlx_lm(loaded: tuple[Any, Any]) -> None
     # Every llama-family fixture the server ships is taken.
     for name in ("llama3-tiny", "mistral-tiny", "qwen3-coder-tiny", "qwen3-tiny-draft"):
         assert extract(load(str(MODELS / name))[0]).vocab_size > 0
+
+
+def test_large_products_split_over_threads_give_the_same_result() -> None:
+    workers = Workers(3)
+    try:
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((16, 512)).astype(np.float32)
+        w_t = rng.standard_normal((1536, 512)).astype(np.float32).T  # a transposed view
+        np.testing.assert_allclose(workers.matmul(x, w_t), x @ w_t, rtol=1e-5, atol=1e-4)
+        small = x[:1, :8] @ w_t[:8, :4]
+        np.testing.assert_array_equal(workers.matmul(x[:1, :8], w_t[:8, :4]), small)
+        with pytest.raises(ValueError):  # a worker's failure reaches the caller
+            workers.matmul(x, rng.standard_normal((511, 4096)).astype(np.float32))
+    finally:
+        workers.close()

@@ -24,18 +24,14 @@ import mlx.nn as nn
 import numpy as np
 
 from .batch import NumpyBatch, Response
+from .parallel import Workers, default_threads
 from .weights import Unsupported, Weights, extract
 
 ENV = "MLXCEL_NUMPY_DECODE"
-# Threads of numpy's own BLAS (not the one MLX loads): one core is left to the HTTP event loop
-# (MLXCEL_NUMPY_THREADS overrides). On a 2-core machine with other work a second BLAS thread
-# made batched steps several times slower: it spins while the event loop and the clients wait
-# for the core (benchmarks/README.md, "The NumPy decode path").
+# Threads for large matrix products (parallel.Workers; numpy's own BLAS runs single-threaded):
+# every core unless MLXCEL_NUMPY_THREADS says otherwise.
 THREADS_ENV = "MLXCEL_NUMPY_THREADS"
 
-
-def default_threads() -> int:
-    return max(1, (os.cpu_count() or 2) - 1)
 log = logging.getLogger("mlxcel.engine")
 
 __all__ = ["ENV", "NumpyBatch", "Response", "Unsupported", "Weights", "available", "extract",
@@ -56,15 +52,18 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
     except Unsupported as exc:
         log.info("NumPy decode path not used: %s", exc)
         return None
-    threads = limit_numpy_blas(int(os.environ.get(THREADS_ENV) or default_threads()))
-    log.info("decoding on the NumPy path, %s BLAS thread(s) (--no-numpy-decode keeps mlx-lm's "
-             "BatchGenerator)", threads or "default")
+    limit_numpy_blas(1)
+    threads = int(os.environ.get(THREADS_ENV) or default_threads())
+    weights.matmul = Workers(threads).matmul
+    log.info("decoding on the NumPy path, large products on %d thread(s) (--no-numpy-decode "
+             "keeps mlx-lm's BatchGenerator)", threads)
     return weights
 
 
 def limit_numpy_blas(threads: int) -> int:
     """Set the thread count of the BLAS bundled with numpy (only that one: an OpenBLAS that MLX
-    was given through ``LD_PRELOAD`` keeps its own); returns how many libraries were set."""
+    was given through ``LD_PRELOAD`` keeps its own); returns ``threads``, or 0 when numpy's BLAS
+    was not found. Its own threads spin between calls: see ``parallel.py``."""
     from threadpoolctl import ThreadpoolController
 
     numpy_root = Path(np.__file__).resolve().parent.parent

@@ -161,12 +161,13 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
     multi = [i for i, n in enumerate(lengths) if n > 1 or len(singles) == 0]
     rows = len(tokens)
     heads, kv_heads, dim = w.n_heads, w.n_kv_heads, w.head_dim
+    mm = w.matmul
     x = w.embed[tokens]  # a copy: updated in place below
     rotate = rope.at(positions)
     for index, layer in enumerate(w.layers):
         h = rms_norm(x, layer.input_norm, w.eps)
-        qk = np.concatenate([layer.q(h), layer.k(h)], axis=-1).reshape(rows, -1, dim)
-        v = layer.v(h).reshape(rows, kv_heads, dim)
+        qk = np.concatenate([layer.q(h, mm), layer.k(h, mm)], axis=-1).reshape(rows, -1, dim)
+        v = layer.v(h, mm).reshape(rows, kv_heads, dim)
         if layer.qk_norm is not None:
             qk = rms_norm(qk, layer.qk_norm, w.eps)
         qk = rotate(qk)  # queries and keys together: one norm, one rotation
@@ -182,11 +183,11 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
             pool.keys[index, slot, :, start:start + n] = k[row:row + n].transpose(1, 0, 2)
             pool.values[index, slot, :, start:start + n] = v[row:row + n].transpose(1, 0, 2)
             out[row:row + n] = attend(q[row:row + n], pool, index, slot, start + n, w)
-        x += layer.o(out)
+        x += layer.o(out, mm)
         h = rms_norm(x, layer.post_norm, w.eps)
-        gate = layer.gate(h)
+        gate = layer.gate(h, mm)
         silu = gate / (1.0 + np.exp(np.minimum(-gate, np.float32(EXP_LIMIT))))
-        x += layer.down(silu * layer.up(h))
+        x += layer.down(silu * layer.up(h, mm), mm)
     for piece, start, n in zip(pieces, starts, lengths, strict=True):
         pool.lengths[piece.slot] = start + n
-    return rms_norm(x[offsets[1:] - 1], w.norm, w.eps) @ w.lm_head_t
+    return mm(rms_norm(x[offsets[1:] - 1], w.norm, w.eps), w.lm_head_t)

@@ -8,6 +8,7 @@ float32 once (numpy has no fast half-precision products), which doubles their me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,13 +24,16 @@ class Unsupported(Exception):
     """The model has a part the NumPy forward pass does not reproduce."""
 
 
+MatMul = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
 @dataclass
 class Linear:
     weight_t: np.ndarray  # (in, out): a transposed view of the (out, in) weight
     bias: np.ndarray | None
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        y = x @ self.weight_t
+    def __call__(self, x: np.ndarray, matmul: MatMul = np.matmul) -> np.ndarray:
+        y = matmul(x, self.weight_t)
         return y if self.bias is None else y + self.bias
 
 
@@ -62,6 +66,7 @@ class Weights:
     rope_scale: float
     rope_traditional: bool
     dtype: mx.Dtype  # the model's own: caches handed back to MLX are converted to it
+    matmul: MatMul = np.matmul  # set to a ``parallel.Workers``' matmul to use more cores
 
     @property
     def vocab_size(self) -> int:
