@@ -106,8 +106,9 @@ def kind_of(name: str) -> str:
 
 def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
              executable: str | None, gguf_cache: Path, extra_args: list[str],
-             extra_env: dict[str, str] | None = None) -> ServerSpec:
-    """How ``name`` is started on ``model`` with ``slots`` concurrent sequences."""
+             extra_env: dict[str, str] | None = None, slot_ctx: int = 2048) -> ServerSpec:
+    """How ``name`` is started on ``model`` with ``slots`` concurrent sequences of
+    ``slot_ctx`` tokens each (prompt and reply; mlx_lm.server has no such limit)."""
     kind = kind_of(name)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
     mlx_env = dict(env, LD_PRELOAD=blas) if blas else env
@@ -115,7 +116,8 @@ def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
     fields = dict(FIXED_LENGTH.get(kind, {}))
     if kind == "mlxcel":
         cmd = [sys.executable, "-m", "mlxcel", "--model", str(model), *host,
-               "--parallel", str(slots), "--max-queue", str(16 * slots), "--log-level", "warning"]
+               "--parallel", str(slots), "--max-queue", str(16 * slots), "--log-level", "warning",
+               "--ctx-size", str(slot_ctx * slots)]
         return ServerSpec(name, cmd + extra_args, mlx_env, fields)
     if kind == "mlx-lm":
         cmd = [sys.executable, "-m", "mlx_lm.server", "--model", str(model), *host,
@@ -126,10 +128,10 @@ def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
         if not executable:
             raise ValueError("llama-server needs --llama-server PATH")
         gguf = gguf_for(model, gguf_cache)
-        # -c is shared by the slots: 2048 tokens each (prompt + reply); the same template the
-        # MLX servers render (--jinja), no web UI.
+        # -c is shared by the slots (prompt + reply each); the same template the MLX servers
+        # render (--jinja), no web UI.
         cmd = [executable, "-m", str(gguf), *host, "--jinja", "--no-webui",
-               "-np", str(slots), "-c", str(2048 * slots)]
+               "-np", str(slots), "-c", str(slot_ctx * slots)]
         return ServerSpec(name, cmd + extra_args, env, fields)
     if kind == "vllm-mlx":
         if not executable:
@@ -211,8 +213,8 @@ def start(spec: ServerSpec, port: int, logdir: Path) -> RunningServer:
 
 def start_all(names: list[str], model: Path, slots: int, *, blas: str | None,
               executables: dict[str, str | None], gguf_cache: Path, logdir: Path,
-              extra_args: dict[str, list[str]], extra_env: dict[str, dict[str, str]]
-              ) -> list[RunningServer]:
+              extra_args: dict[str, list[str]], extra_env: dict[str, dict[str, str]],
+              slot_ctx: int = 2048) -> list[RunningServer]:
     """Start every server (stopping those already started if one fails)."""
     running: list[RunningServer] = []
     try:
@@ -221,7 +223,7 @@ def start_all(names: list[str], model: Path, slots: int, *, blas: str | None,
             spec = spec_for(name, model, port, slots, blas=blas,
                             executable=executables.get(kind_of(name)), gguf_cache=gguf_cache,
                             extra_args=extra_args.get(name, []),
-                            extra_env=extra_env.get(name))
+                            extra_env=extra_env.get(name), slot_ctx=slot_ctx)
             print(f"[{name}] {' '.join(spec.command)}", flush=True)
             running.append(start(spec, port, logdir))
     except BaseException:

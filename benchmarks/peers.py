@@ -170,6 +170,19 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
     return entry
 
 
+def default_servers(executables: dict[str, str | None]) -> list[str]:
+    """mlxcel, mlx_lm.server, and the others whose path is given; llama-server twice, with its
+    default threads and with one (``-t 1``: on a 2-core machine shared with a client and other
+    servers its second thread's spinning cost it several times its speed; the targets take the
+    better of the two in each round)."""
+    names = ["mlxcel", "mlx-lm"]
+    if executables.get("llama-server"):
+        names += ["llama-server", "llama-server@t1"]
+    if executables.get("vllm-mlx"):
+        names.append("vllm-mlx")
+    return names
+
+
 def _pairs(items: list[str]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in items)
 
@@ -205,8 +218,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     executables = {"llama-server": args.llama_server, "vllm-mlx": args.vllm_mlx}
-    names = (args.servers.split(",") if args.servers else
-             ["mlxcel", "mlx-lm"] + [name for name, path in executables.items() if path])
+    names = args.servers.split(",") if args.servers else default_servers(executables)
+    extra = _pairs(args.args)
+    if "llama-server@t1" in names:
+        extra.setdefault("llama-server@t1", "-t 1")
+    args.args = [f"{k}={v}" for k, v in extra.items()]
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="mlxcel-bench-peers-"))).resolve()
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -30,6 +30,7 @@ class StreamResult:
     status: int | None = None
     token_events: int = 0
     usage_tokens: int | None = None
+    prompt_tokens: int | None = None  # usage.prompt_tokens, where reported
     ttft: float | None = None
     gaps: list[float] = field(default_factory=list)
     headers: float | None = None  # seconds from sending to the response's status line
@@ -138,6 +139,8 @@ def _consume(result: StreamResult, payload: bytes, now: float, started: float,
     usage = event.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
         result.usage_tokens = usage["completion_tokens"]
+        if isinstance(usage.get("prompt_tokens"), int):
+            result.prompt_tokens = usage["prompt_tokens"]
     if not token_text(event):
         return last
     if result.ttft is None:

@@ -165,6 +165,24 @@ def test_targets_follow_the_issue() -> None:
     assert got[("bench", "tok/s ÷ llama-server, 32 streams")] == (0.8, True)
 
 
+def test_targets_take_the_best_llama_server_variant_in_each_round() -> None:
+    runs = [_run("mlxcel", 1, 0, 900.0, 0.010), _run("llama-server", 1, 0, 300.0, 0.050),
+            _run("llama-server@t1", 1, 0, 1800.0, 0.005),
+            _run("mlxcel", 1, 1, 900.0, 0.010), _run("llama-server", 1, 1, 600.0, 0.004),
+            _run("llama-server@t1", 1, 1, 450.0, 0.020)]
+    results = {"fixtures": {"tiny": _entry([1], runs)}}
+    got = {t["target"]: t["value"] for t in peers_report.targets(results)}
+    assert got["tok/s ÷ llama-server, 1 streams"] == {"median": 1.0, "min": 0.5, "max": 1.5}
+    assert got["TTFT p50 ÷ llama-server's, 1 streams"] == {"median": 2.25, "min": 2.0,
+                                                           "max": 2.5}
+
+
+def test_the_default_servers_run_llama_server_with_one_thread_too() -> None:
+    assert peers.default_servers({"llama-server": "/x/llama-server", "vllm-mlx": None}) == [
+        "mlxcel", "mlx-lm", "llama-server", "llama-server@t1"]
+    assert peers.default_servers({}) == ["mlxcel", "mlx-lm"]
+
+
 def test_a_target_without_its_peer_is_not_run() -> None:
     results = {"fixtures": {"bench": _entry([1], [_run("mlxcel", 1, 0, 80.0, 0.1)])}}
     (first, second) = peers_report.targets(results)
