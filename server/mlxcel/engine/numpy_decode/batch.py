@@ -152,27 +152,41 @@ class NumpyBatch:
             return [], []
         pieces = [Piece(seq.slot, seq.pending[:n]) for seq, n in plan]
         logits = forward(self.weights, self.rope, self.pool, pieces)
-        responses = []
+        done: list[tuple[_Sequence, np.ndarray]] = []
         for (seq, n), row in zip(plan, logits, strict=True):
             seq.fed.extend(seq.pending[:n])
             seq.pending = seq.pending[n:]
             if not seq.pending:
-                responses.append(self._sample(seq, row))
+                done.append((seq, row))
+        # Sequences sampled in MLX (a sampler or processors) are evaluated together: one
+        # synchronization per step, not one per sequence.
+        drawn = {seq.uid: self._draw(seq, row) for seq, row in done
+                 if not (seq.sampler is greedy_sampler and not seq.processors)}
+        if drawn:
+            mx.eval([tokens for tokens, _ in drawn.values()])
+        responses = []
+        for seq, row in done:
+            if seq.uid in drawn:
+                tokens, processed = drawn[seq.uid]
+                token = cast(int, tokens.reshape(-1)[0].item())
+                responses.append(self._respond(seq, token, row, processed[0]))
+            else:
+                responses.append(self._respond(seq, int(np.argmax(row)), row, None))
         return [], responses
 
-    def _sample(self, seq: _Sequence, row: np.ndarray) -> Response:
-        processed = None
-        if seq.sampler is greedy_sampler and not seq.processors:
-            token = int(np.argmax(row))
-        else:
-            logits = mx.array(row)[None]
-            if seq.processors:
-                context = mx.array(seq.fed)
-                for processor in seq.processors:
-                    logits = processor(context, logits)
-            processed = (logits - mx.logsumexp(logits, axis=-1, keepdims=True))
-            token = cast(int, seq.sampler(processed).reshape(-1)[0].item())
-            processed = processed[0]
+    def _draw(self, seq: _Sequence, row: np.ndarray) -> tuple[mx.array, mx.array]:
+        """The sequence's next token, lazily, through its processors and sampler (as a
+        ``BatchGenerator`` does), with the log-probabilities it was drawn from."""
+        logits = mx.array(row)[None]
+        if seq.processors:
+            context = mx.array(seq.fed)
+            for processor in seq.processors:
+                logits = processor(context, logits)
+        processed = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+        return seq.sampler(processed), processed
+
+    def _respond(self, seq: _Sequence, token: int, row: np.ndarray,
+                 processed: mx.array | None) -> Response:
         seq.generated += 1
         seq.pending = [token]
         if seq.generated < seq.max_tokens:
