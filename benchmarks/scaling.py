@@ -1,9 +1,10 @@
 """How cost grows (``python -m benchmarks.scaling``): aggregate tok/s, TTFT and inter-token
 latency at 1 to 64 concurrent streams, and TTFT and decode speed of one stream at prompt lengths
-from 16 to 4,096 tokens; ``docs/benchmarks/scaling.{json,md,png}``.
+from 16 to nearly 4,096 tokens (the fixtures' context: llama-server refuses more);
+``docs/benchmarks/scaling-<fixture>.{json,md,png}``.
 
     python -m benchmarks.scaling [--fixture tiny] [--servers mlxcel] [--llama-server PATH]
-        [--streams 1,2,4,8,16,32,64] [--prompts 16,64,256,1024,4096] [--rounds 3]
+        [--streams 1,2,4,8,16,32,64] [--prompts 16,64,256,1024,3840] [--rounds 3]
 
 The servers run at once and the rounds interleave, as in ``benchmarks.peers`` (same client,
 same counting). Prompts of a given length are unique words drawn from the fixture's own
@@ -64,16 +65,16 @@ def prompt_round(servers: list[RunningServer], lengths: list[int], words: list[s
             ok = [r for r in results if r.ok and r.ttft is not None and r.end is not None]
             decode = [(r.tokens - 1) / (r.end - r.ttft) for r in ok  # type: ignore[operator]
                       if r.tokens > 1 and r.end > r.ttft]  # type: ignore[operator]
-            rows.append({
-                "server": server.name, "round": index, "length": length,
-                "prompt_tokens": statistics.median([r.prompt_tokens or 0 for r in ok] or [0]),
-                "ttft_p50": percentile([r.ttft for r in ok if r.ttft is not None], 0.5),
-                "decode_tok_s": statistics.median(decode) if decode else None,
-                "errors": len(results) - len(ok), "loadavg": loadavg()})
+            ttft = percentile([r.ttft for r in ok if r.ttft is not None], 0.5)
+            rate = statistics.median(decode) if decode else None
+            prompt_tokens = statistics.median([r.prompt_tokens or 0 for r in ok] or [0])
+            rows.append({"server": server.name, "round": index, "length": length,
+                         "prompt_tokens": prompt_tokens, "ttft_p50": ttft,
+                         "decode_tok_s": rate, "errors": len(results) - len(ok),
+                         "loadavg": loadavg()})
             print(f"  round {index + 1} prompt~{length:<5} {server.name:<16} ttft "
-                  f"{(rows[-1]['ttft_p50'] or 0) * 1e3:8.1f} ms  decode "
-                  f"{rows[-1]['decode_tok_s'] or 0:8.1f} tok/s  (prompt_tokens "
-                  f"{rows[-1]['prompt_tokens']})", flush=True)
+                  f"{(ttft or 0) * 1e3:8.1f} ms  decode {rate or 0:8.1f} tok/s  (prompt_tokens "
+                  f"{prompt_tokens})", flush=True)
     return rows
 
 
@@ -156,7 +157,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--servers", default="mlxcel")
     parser.add_argument("--llama-server", default=None)
     parser.add_argument("--streams", default="1,2,4,8,16,32,64")
-    parser.add_argument("--prompts", default="16,64,256,1024,4096")
+    parser.add_argument("--prompts", default="16,64,256,1024,3840",
+                        help="prompt lengths in words (the chat template adds ~10-120 tokens)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3, help="requests per prompt length")
     parser.add_argument("--max-tokens", type=int, default=0, help="0: per fixture")
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["python -m benchmarks.scaling", *public_command(
             sys.argv[1:] if argv is None else argv)]),
         "fixture": args.fixture, "rounds": args.rounds, "max_tokens": max_tokens,
-        "prompt_max_tokens": 16, "loadavg_before": loadavg(), "streams": [], "prompts": []}
+        "prompt_max_tokens": 64, "loadavg_before": loadavg(), "streams": [], "prompts": []}
     common = {"blas": blas, "executables": executables, "gguf_cache": args.gguf_cache,
               "extra_args": extra_args, "extra_env": {}}
     servers = start_all(names, model, max(levels), logdir=logs / "streams", **common)
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         for server in servers:
             server.stop()
     words = vocabulary_words(model)
-    slot_ctx = max(lengths) + 256
+    slot_ctx = 4096  # the fixtures' own context; llama-server refuses more
     servers = start_all(names, model, 1, logdir=logs / "prompts", slot_ctx=slot_ctx, **common)
     try:
         for index in range(args.rounds):
@@ -211,9 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     result["prompts_summary"] = summarize(result["prompts"], "length",
                                           ["prompt_tokens", "ttft_p50", "decode_tok_s"])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "scaling.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "scaling.md").write_text(markdown(result))
-    plot(result, args.out / "scaling.png")
+    stem = args.out / f"scaling-{args.fixture}"
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    stem.with_suffix(".md").write_text(markdown(result))
+    plot(result, stem.with_suffix(".png"))
     print(markdown(result))
     return 0
 
