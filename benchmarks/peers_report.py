@@ -93,6 +93,10 @@ def best_ratio(entry: dict[str, Any], kind: str, level: int, key: str
     return spread(ratios)
 
 
+def streams(level: int) -> str:
+    return f"{level} stream" if level == 1 else f"{level} streams"
+
+
 def _target(fixture: str, text: str, goal: str, value: dict[str, float] | None,
             met: bool | None) -> dict[str, Any]:
     return {"fixture": fixture, "target": text, "goal": goal,
@@ -108,10 +112,10 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         for level in tiny["levels"]:
             ratio = best_ratio(tiny, "llama-server", level, "tok_per_s")
             if level in (1, 8, 32):
-                out.append(_target("tiny", f"tok/s ÷ llama-server, {level} streams", "≥ 1.0",
+                out.append(_target("tiny", f"tok/s ÷ llama-server, {streams(level)}", "≥ 1.0",
                                    ratio, ratio is not None and ratio["median"] >= 1.0))
             ttft = best_ratio(tiny, "llama-server", level, "ttft_p50")
-            out.append(_target("tiny", f"TTFT p50 ÷ llama-server's, {level} streams", "≤ 1.0",
+            out.append(_target("tiny", f"TTFT p50 ÷ llama-server's, {streams(level)}", "≤ 1.0",
                                ttft, ttft is not None and ttft["median"] <= 1.0))
         errors = sum(r["errors"] for r in tiny["summary"] if r["server"] == BASELINE)
         out.append(_target("tiny", "mlxcel errors, all levels", "0",
@@ -120,7 +124,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if bench:
         for level in bench["levels"]:
             ratio = best_ratio(bench, "mlx-lm", level, "tok_per_s")
-            out.append(_target("bench", f"tok/s ÷ mlx_lm.server, {level} streams", "≥ 1.5",
+            out.append(_target("bench", f"tok/s ÷ mlx_lm.server, {streams(level)}", "≥ 1.5",
                                ratio, ratio is not None and ratio["median"] >= 1.5))
         ratio = best_ratio(bench, "llama-server", 32, "tok_per_s")
         out.append(_target("bench", "tok/s ÷ llama-server, 32 streams", "≥ 0.7", ratio,
@@ -173,10 +177,10 @@ def peer_wins(entry: dict[str, Any]) -> list[str]:
             continue
         tok, ttft = row["mlxcel_tok_ratio"], row["mlxcel_ttft_ratio"]
         if tok and tok["median"] < 1.0:
-            wins.append(f"{row['server']} at {row['level']} streams: "
+            wins.append(f"{row['server']} at {streams(row['level'])}: "
                         f"{1 / tok['median']:.2f}× mlxcel's tok/s")
         if ttft and ttft["median"] > 1.0:
-            wins.append(f"{row['server']} at {row['level']} streams: TTFT p50 "
+            wins.append(f"{row['server']} at {streams(row['level'])}: TTFT p50 "
                         f"{ttft['median']:.2f}× shorter than mlxcel's")
     return wins
 
@@ -236,3 +240,25 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def rerender(path: Path) -> dict[str, Any]:
+    """Recompute the summaries and targets of a ``peers.json`` from its runs, and write its
+    ``peers.md`` and ``peers.png`` beside it (after a change to this module, no rerun)."""
+    import json
+
+    results = json.loads(path.read_text())
+    for entry in results["fixtures"].values():
+        entry["summary"] = summarize(entry)
+    results["targets"] = targets(results)
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    path.with_suffix(".md").write_text(markdown(results))
+    plot(results, path.with_suffix(".png"))
+    return results
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(target_table(rerender(Path(sys.argv[1] if len(sys.argv) > 1
+                                     else "docs/benchmarks/peers.json"))["targets"]))

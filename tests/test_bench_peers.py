@@ -156,9 +156,9 @@ def _results() -> dict[str, Any]:
 def test_targets_follow_the_issue() -> None:
     got = {(t["fixture"], t["target"]): (t["value"]["median"] if t["value"] else None, t["met"])
            for t in _results()["targets"]}
-    assert got[("tiny", "tok/s ÷ llama-server, 1 streams")] == (0.5, False)
+    assert got[("tiny", "tok/s ÷ llama-server, 1 stream")] == (0.5, False)
     assert got[("tiny", "tok/s ÷ llama-server, 8 streams")] == (pytest.approx(1.053, 1e-3), True)
-    assert got[("tiny", "TTFT p50 ÷ llama-server's, 1 streams")] == (2.0, False)
+    assert got[("tiny", "TTFT p50 ÷ llama-server's, 1 stream")] == (2.0, False)
     assert got[("tiny", "TTFT p50 ÷ llama-server's, 8 streams")] == (0.5, True)
     assert got[("tiny", "mlxcel errors, all levels")] == (1, False)
     assert got[("bench", "tok/s ÷ mlx_lm.server, 32 streams")] == (1.6, True)
@@ -172,8 +172,8 @@ def test_targets_take_the_best_llama_server_variant_in_each_round() -> None:
             _run("llama-server@t1", 1, 1, 450.0, 0.020)]
     results = {"fixtures": {"tiny": _entry([1], runs)}}
     got = {t["target"]: t["value"] for t in peers_report.targets(results)}
-    assert got["tok/s ÷ llama-server, 1 streams"] == {"median": 1.0, "min": 0.5, "max": 1.5}
-    assert got["TTFT p50 ÷ llama-server's, 1 streams"] == {"median": 2.25, "min": 2.0,
+    assert got["tok/s ÷ llama-server, 1 stream"] == {"median": 1.0, "min": 0.5, "max": 1.5}
+    assert got["TTFT p50 ÷ llama-server's, 1 stream"] == {"median": 2.25, "min": 2.0,
                                                            "max": 2.5}
 
 
@@ -193,11 +193,15 @@ def test_a_target_without_its_peer_is_not_run() -> None:
 def test_the_page_names_where_a_peer_wins_and_the_plot_is_a_png(tmp_path: Path) -> None:
     results = _results()
     page = peers_report.markdown(results)
-    assert "llama-server at 1 streams: 2.00× mlxcel's tok/s" in page
+    assert "llama-server at 1 stream: 2.00× mlxcel's tok/s" in page
     assert "TTFT p50 2.00× shorter than mlxcel's" in page
     assert "| 1 | llama-server | 1,800.0 (1,800.0–1,800.0) | **0.50** (0.50–0.50) |" in page
     peers_report.plot(results, tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (tmp_path / "peers.json").write_text(json.dumps(results))
+    again = peers_report.rerender(tmp_path / "peers.json")
+    assert again["targets"] == results["targets"]
+    assert (tmp_path / "peers.md").read_text() == page
 
 
 def test_a_level_lasts_at_least_min_tokens_and_two_requests_per_client() -> None:
