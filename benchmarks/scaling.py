@@ -63,8 +63,9 @@ def prompt_round(servers: list[RunningServer], lengths: list[int], words: list[s
             results = [asyncio.run(_one(server, prompt_of(words, length, 1000 * index + k),
                                         max_tokens)) for k in range(repeats)]
             ok = [r for r in results if r.ok and r.ttft is not None and r.end is not None]
-            decode = [(r.tokens - 1) / (r.end - r.ttft) for r in ok  # type: ignore[operator]
-                      if r.tokens > 1 and r.end > r.ttft]  # type: ignore[operator]
+            # The whole request, prompt included: the gap between a short reply's first and
+            # last events is too small to time (tokens arrive grouped).
+            decode = [r.tokens / r.end for r in ok if r.end]
             ttft = percentile([r.ttft for r in ok if r.ttft is not None], 0.5)
             rate = statistics.median(decode) if decode else None
             prompt_tokens = statistics.median([r.prompt_tokens or 0 for r in ok] or [0])
@@ -109,7 +110,8 @@ def markdown(result: dict[str, Any]) -> str:
                      f"{ms(row['ttft_p50'])} | {ms(row['ttft_p95'])} | {ms(row['itl_p50'])} | "
                      f"{ms(row['itl_p95'])} | {row['errors']} |")
     lines += ["", f"## Prompt length, one stream ({result['prompt_max_tokens']} tokens each)\n",
-              "| prompt (asked) | server | prompt tokens | TTFT p50 | decode tok/s | errors |",
+              "| prompt (asked) | server | prompt tokens | TTFT p50 | tok/s, prompt included | "
+              "errors |",
               "|---|---|---|---|---|---|"]
     for row in result["prompts_summary"]:
         lines.append(f"| {row['length']} | {row['server']} | {row['prompt_tokens'] or 0:.0f} | "
@@ -132,7 +134,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
               (axes[1][0], "prompts_summary", "prompt_tokens", "ttft_p50",
                "TTFT p50 (ms), one stream", 1e3),
               (axes[1][1], "prompts_summary", "prompt_tokens", "decode_tok_s",
-               "decode tok/s after the first token", 1)]
+               "tok/s of one request, prompt included", 1)]
     for ax, table, x, y, label, scale in panels:
         for server in sorted({r["server"] for r in result[table]}):
             rows = [r for r in result[table] if r["server"] == server and r[y] is not None]

@@ -19,7 +19,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
-from mlxcel.engine.numpy_decode.parallel import Workers
+from mlxcel.engine.numpy_decode.parallel import Workers, product
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -121,6 +121,7 @@ def test_sequences_leaving_and_joining_keep_every_other_sequence_s_tokens(
             (late,) = batch.insert(prompts[3:], [30])
             got[late] = []
     assert late is not None and dropped is not None and not len(batch)
+    assert batch.pool.nbytes == 0  # an empty batch gave its keys and values back
     assert got[uids[0]] == expected[0][:5]
     assert got[uids[1]] == expected[1][:dropped]
     assert got[uids[2]] == expected[2] and got[late] == expected[3]
@@ -218,6 +219,9 @@ def test_large_products_split_over_threads_give_the_same_result() -> None:
         np.testing.assert_allclose(workers.matmul(x, w_t), x @ w_t, rtol=1e-5, atol=1e-4)
         small = x[:1, :8] @ w_t[:8, :4]
         np.testing.assert_array_equal(workers.matmul(x[:1, :8], w_t[:8, :4]), small)
+        for rows in (1, 2, 3, 6, 7):  # a few rows go row by row, more as one product
+            np.testing.assert_allclose(product(x[:rows], w_t), x[:rows] @ w_t, rtol=1e-5,
+                                       atol=1e-4)
         with pytest.raises(ValueError):  # a worker's failure reaches the caller
             workers.matmul(x, rng.standard_normal((511, 4096)).astype(np.float32))
     finally:

@@ -1,5 +1,6 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
-once with continuous batching (mlx-lm's ``BatchGenerator``).
+once with continuous batching (on MLX's CPU backend, for llama-family models, the NumPy batch
+of ``engine/numpy_decode/``; otherwise mlx-lm's ``BatchGenerator``).
 
 Each loop iteration: drop requests whose client left, admit queued requests into free slots
 (highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst

@@ -126,6 +126,9 @@ class NumpyBatch:
     def _drop(self, seq: _Sequence) -> None:
         del self._sequences[seq.uid]
         del self._by_slot[seq.slot]
+        if not self._sequences:  # an empty batch gives back what long sequences grew
+            self.pool = KVPool(self.pool.layers, self.pool.kv_heads, self.pool.head_dim)
+            return
         moved = self.pool.remove(seq.slot)
         if moved is not None:  # the last slot's sequence now lives in the freed one
             uid = self._by_slot.pop(moved)

@@ -9,12 +9,14 @@ float32 once (numpy has no fast half-precision products), which doubles their me
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
+
+from .parallel import product
 
 # mlx-lm's model modules whose layers this forward pass reproduces (mistral loads as llama).
 MODULES = ("mlx_lm.models.llama", "mlx_lm.models.qwen2", "mlx_lm.models.qwen3")
@@ -32,7 +34,7 @@ class Linear:
     weight_t: np.ndarray  # (in, out): a transposed view of the (out, in) weight
     bias: np.ndarray | None
 
-    def __call__(self, x: np.ndarray, matmul: MatMul = np.matmul) -> np.ndarray:
+    def __call__(self, x: np.ndarray, matmul: MatMul = product) -> np.ndarray:
         y = matmul(x, self.weight_t)
         return y if self.bias is None else y + self.bias
 
@@ -66,7 +68,7 @@ class Weights:
     rope_scale: float
     rope_traditional: bool
     dtype: mx.Dtype  # the model's own: caches handed back to MLX are converted to it
-    matmul: MatMul = np.matmul  # set to a ``parallel.Workers``' matmul to use more cores
+    matmul: MatMul = field(default=product)  # ``parallel.Workers``' matmul uses more cores
 
     @property
     def vocab_size(self) -> int:
