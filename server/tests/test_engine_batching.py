@@ -18,24 +18,30 @@ MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3
 HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=11)
 
 
-def _engine(**config: Any) -> Iterator[Engine]:
-    eng = Engine(EngineConfig(model=MODEL, parallel=4, **config))
-    eng.start()
-    assert eng.wait_ready(60), eng.load_error
-    yield eng
-    eng.stop()
-
-
-@pytest.fixture(scope="module", params=[True, False], ids=["numpy-decode", "mlx-batch"])
-def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
-    """Both batches: the NumPy decode path (the default on the CPU) and mlx-lm's."""
-    yield from _engine(numpy_decode=request.param)
-
-
 @pytest.fixture(scope="module")
-def mlx_engine() -> Iterator[Engine]:
+def engines() -> Iterator[dict[bool, Engine]]:
+    """One engine per batch, started once for the module: the NumPy decode path (the default
+    on the CPU) and mlx-lm's ``BatchGenerator``."""
+    started: dict[bool, Engine] = {}
+    for numpy_decode in (True, False):
+        eng = started[numpy_decode] = Engine(EngineConfig(model=MODEL, parallel=4,
+                                                          numpy_decode=numpy_decode))
+        eng.start()
+        assert eng.wait_ready(60), eng.load_error
+    yield started
+    for eng in started.values():
+        eng.stop()
+
+
+@pytest.fixture(params=[True, False], ids=["numpy-decode", "mlx-batch"])
+def engine(request: pytest.FixtureRequest, engines: dict[bool, Engine]) -> Engine:
+    return engines[request.param]
+
+
+@pytest.fixture
+def mlx_engine(engines: dict[bool, Engine]) -> Engine:
     """mlx-lm's batch, beside which a lone request decodes on the single-sequence lane."""
-    yield from _engine(numpy_decode=False)
+    return engines[False]
 
 
 def _request(engine: Engine, **fields: Any) -> GenerationRequest:
