@@ -144,8 +144,7 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
     servers = start_all(names, model, max(levels), blas=blas, executables=executables,
                         gguf_cache=args.gguf_cache, logdir=workdir / fixture,
                         extra_args={k: v.split() for k, v in _pairs(args.args).items()},
-                        extra_env={k: {"PYTHONPATH": v}
-                                   for k, v in _pairs(args.pythonpath).items()})
+                        extra_env=_environments(args))
     entry: dict[str, Any] = {
         "model": model.name, "parameters": parameter_count(model), "levels": levels,
         "max_tokens": max_tokens, "min_tokens": min_tokens, "blas_preload": blas,
@@ -187,6 +186,18 @@ def _pairs(items: list[str]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in items)
 
 
+def _environments(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """Per-server environment: ``--pythonpath SERVER=PATH`` and ``--env SERVER=NAME=VALUE``."""
+    out: dict[str, dict[str, str]] = {}
+    for server, path in _pairs(args.pythonpath).items():
+        out.setdefault(server, {})["PYTHONPATH"] = path
+    for item in args.env:
+        server, _, assignment = item.partition("=")
+        name, _, value = assignment.partition("=")
+        out.setdefault(server, {})[name] = value
+    return out
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers",
                                      description=(__doc__ or "").splitlines()[0])
@@ -209,6 +220,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(a server may be named kind@label to run twice: mlxcel@base)")
     parser.add_argument("--pythonpath", action="append", default=[], metavar="SERVER=PATH",
                         help="PYTHONPATH of one server, e.g. another mlxcel checkout's server/")
+    parser.add_argument("--env", action="append", default=[], metavar="SERVER=NAME=VALUE",
+                        help="an environment variable of one server, e.g. "
+                        "'mlxcel@one=MLXCEL_NUMPY_THREADS=1'")
     parser.add_argument("--gguf-cache", type=Path,
                         default=Path.home() / ".cache" / "mlxcel" / "bench-models")
     parser.add_argument("--workdir", type=Path, default=None, help="server logs")

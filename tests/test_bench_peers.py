@@ -243,3 +243,16 @@ def test_published_commands_name_no_machine_paths() -> None:
     assert public_command(command) == [
         "python", "-m", "mlxcel", "--model", "fixtures/models/qwen3-tiny", "--gguf",
         "~/.cache/x.gguf", "llama-server", "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"]
+
+
+def test_per_server_flags_and_environment_reach_only_that_server() -> None:
+    args = peers.parse_args(["--args", "llama-server@t1=-t 1", "--pythonpath",
+                             "mlxcel@base=/x/server", "--env",
+                             "mlxcel@one=MLXCEL_NUMPY_THREADS=1"])
+    assert peers._environments(args) == {"mlxcel@base": {"PYTHONPATH": "/x/server"},
+                                         "mlxcel@one": {"MLXCEL_NUMPY_THREADS": "1"}}
+    spec = spec_for("mlxcel@one", Path("m"), 1, 2, blas=None, executable=None,
+                    gguf_cache=Path("."), extra_args=["--foo"],
+                    extra_env=peers._environments(args)["mlxcel@one"])
+    assert spec.name == "mlxcel@one" and spec.command[-1] == "--foo"
+    assert spec.env["MLXCEL_NUMPY_THREADS"] == "1" and spec.fields == {"ignore_eos": True}

@@ -24,12 +24,13 @@ import mlx.nn as nn
 import numpy as np
 
 from .batch import NumpyBatch, Response
-from .parallel import Workers, default_threads
+from .parallel import Workers
 from .weights import Unsupported, Weights, extract
 
 ENV = "MLXCEL_NUMPY_DECODE"
-# Threads for large matrix products (parallel.Workers; numpy's own BLAS runs single-threaded):
-# every core unless MLXCEL_NUMPY_THREADS says otherwise.
+# Threads for large matrix products (parallel.Workers; numpy's own BLAS runs single-threaded).
+# One by default: on the shared 2-core machine it was measured on, splitting never found a free
+# core and cost 8-17% (benchmarks/README.md); MLXCEL_NUMPY_THREADS=N splits over N.
 THREADS_ENV = "MLXCEL_NUMPY_THREADS"
 
 log = logging.getLogger("mlxcel.engine")
@@ -53,7 +54,7 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
         log.info("NumPy decode path not used: %s", exc)
         return None
     limit_numpy_blas(1)
-    threads = int(os.environ.get(THREADS_ENV) or default_threads())
+    threads = int(os.environ.get(THREADS_ENV) or 1)
     weights.matmul = Workers(threads).matmul
     log.info("decoding on the NumPy path, large products on %d thread(s) (--no-numpy-decode "
              "keeps mlx-lm's BatchGenerator)", threads)

@@ -9,7 +9,6 @@ path"). These workers block on a queue instead, and small products never leave t
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
@@ -86,8 +85,3 @@ class Workers:
     def close(self) -> None:
         for _ in range(self.threads - 1):
             self._jobs.put(None)
-
-
-def default_threads() -> int:
-    """Every core: the workers sleep between products, and only large products use them."""
-    return max(1, os.cpu_count() or 1)
