@@ -42,6 +42,7 @@ CHECK_MODULES = (
     "speculative",
     "speech",
     "images",
+    "field_parity",
 )
 
 for _module in CHECK_MODULES:
