@@ -237,11 +237,12 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
         help="on MLX's CPU backend, keep mlx-lm's SwiGLU and decode attention instead of "
         "mlxcel's vectorized ones (bit-identical to mlx-lm, slower at large batches) "
         "[env MLXCEL_CPU_KERNELS=0]")
-    add("--no-numpy-decode", dest="numpy_decode", action="store_false",
-        default=_env("MLXCEL_NUMPY_DECODE", "1") != "0",
-        help="on MLX's CPU backend, run llama-family models through mlx-lm's BatchGenerator "
-        "instead of mlxcel's NumPy forward pass (several times slower per token) "
-        "[env MLXCEL_NUMPY_DECODE=0]")
+    add("--numpy-decode", action="store_true",
+        default=_env("MLXCEL_NUMPY_DECODE", "0") == "1",
+        help="on MLX's CPU backend (Linux), decode llama-family models with mlxcel's NumPy "
+        "forward pass instead of MLX (a CPU kernel that bypasses MLX for prompt reading and "
+        "decode steps; greedy tokens equal, logprobs within 1e-4; see benchmarks/README.md) "
+        "[env MLXCEL_NUMPY_DECODE=1]")
     add("--stream-interval-ms", type=float,
         default=float(_env("MLXCEL_STREAM_INTERVAL_MS", "1") or 1),
         help="let a stream's tokens gather this long between socket writes (default 1; 0 "

@@ -1,9 +1,11 @@
-"""The NumPy decode path (engine/numpy_decode/) against mlx-lm on the fixture models: the same
-logits to float32 rounding, the same greedy tokens alone and in a batch, prompts read in chunks,
-caches handed to and from MLX, and the models it must refuse."""
+"""The NumPy decode path (engine/numpy_decode/, opt-in with ``--numpy-decode``) against mlx-lm
+on the fixture models: the same logits to float32 rounding, the same greedy tokens as the MLX
+path on every llama-family fixture with logprobs within ``LOGPROB_TOLERANCE``, prompts read in
+chunks, caches handed to and from MLX, the models it must refuse, and off unless asked for."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +18,22 @@ from mlx_lm.generate import generate_step
 from mlx_lm.models import gemma, llama
 from mlx_lm.models.cache import make_prompt_cache
 
-from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract
+from mlxcel.cli import build_parser
+from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_weights
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
 from mlxcel.engine.numpy_decode.parallel import Workers, product
+from mlxcel.engine.worker import EngineConfig
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+# The NumPy path's logprobs against the MLX path's, any token of the vocabulary, any step: the
+# largest difference measured over the llama-family fixtures is 5e-5 (float32 sums in another
+# order; greedy tokens never differed).
+LOGPROB_TOLERANCE = 1e-4
+LLAMA_FAMILY = sorted(
+    d.name for d in MODELS.iterdir() if (d / "config.json").is_file()
+    and json.loads((d / "config.json").read_text()).get("model_type") in (
+        "llama", "mistral", "qwen2", "qwen3"))
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +109,42 @@ def test_greedy_tokens_are_mlx_lm_s_alone_and_in_a_batch(loaded: tuple[Any, Any]
     alone = NumpyBatch(extract(model))
     (uid,) = alone.insert(prompts[1:2], [32])
     assert [r.token for r in _drain(alone)[uid]] == expected[1]
+
+
+@pytest.mark.parametrize("name", LLAMA_FAMILY)
+def test_greedy_tokens_and_logprobs_are_the_mlx_path_s_on_every_llama_family_fixture(
+        name: str) -> None:
+    """What ``--numpy-decode`` changes on each fixture it serves: greedy tokens are the MLX
+    path's (mlx-lm's ``generate_step``) token for token, in a batch with prompts read over
+    steps, and every logprob of the vocabulary is within ``LOGPROB_TOLERANCE`` of MLX's."""
+    model, tokenizer = load(str(MODELS / name))[:2]
+    prompts = [_prompt(tokenizer, text) for text in ("Tell me a story.", "What is 2 + 2?")]
+    expected = [list(generate_step(mx.array(p), model, max_tokens=24,
+                                   sampler=lambda x: mx.argmax(x, axis=-1))) for p in prompts]
+    batch = NumpyBatch(extract(model), prefill_step_size=8)
+    uids = batch.insert(prompts, [24] * 2)
+    responses = _drain(batch)
+    for uid, steps in zip(uids, expected, strict=True):
+        assert [r.token for r in responses[uid]] == [int(token) for token, _ in steps]
+        worst = max(float(np.max(np.abs(np.asarray(r.logprobs) - np.asarray(logprobs))))
+                    for r, (_, logprobs) in zip(responses[uid], steps, strict=True))
+        assert worst < LOGPROB_TOLERANCE, f"{name}: logprobs differ by {worst:.2e}"
+
+
+def test_the_numpy_path_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine runs MLX by default; ``--numpy-decode`` or ``MLXCEL_NUMPY_DECODE=1`` opts in,
+    and the weights are only extracted when asked for."""
+    monkeypatch.delenv("MLXCEL_NUMPY_DECODE", raising=False)
+    assert EngineConfig(model="m").numpy_decode is False
+    assert build_parser().parse_args([]).numpy_decode is False
+    assert build_parser().parse_args(["--numpy-decode"]).numpy_decode is True
+    monkeypatch.setenv("MLXCEL_NUMPY_DECODE", "1")
+    assert build_parser().parse_args([]).numpy_decode is True
+    monkeypatch.setenv("MLXCEL_NUMPY_DECODE", "0")
+    assert build_parser().parse_args([]).numpy_decode is False
+    model = load(str(MODELS / "qwen3-tiny"))[0]
+    assert numpy_weights(model, wanted=False) is None
+    assert numpy_weights(model, wanted=True) is not None
 
 
 def test_sequences_leaving_and_joining_keep_every_other_sequence_s_tokens(

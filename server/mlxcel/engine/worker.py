@@ -1,6 +1,6 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
-once with continuous batching (on MLX's CPU backend, for llama-family models, the NumPy batch
-of ``engine/numpy_decode/``; otherwise mlx-lm's ``BatchGenerator``).
+once with continuous batching (mlx-lm's ``BatchGenerator``; with ``--numpy-decode`` on MLX's CPU
+backend, for llama-family models, the NumPy batch of ``engine/numpy_decode/``).
 
 Each loop iteration: drop requests whose client left, admit queued requests into free slots
 (highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
@@ -105,8 +105,8 @@ class EngineConfig:
     solo_only: bool = False
     # On the CPU, mlxcel's vectorized SwiGLU and decode attention (engine/cpu_kernels.py).
     cpu_kernels: bool = True
-    # On the CPU, llama-family models decode in numpy (engine/numpy_decode/).
-    numpy_decode: bool = True
+    # Opt-in: on the CPU, llama-family models decode in numpy (engine/numpy_decode/).
+    numpy_decode: bool = False
     # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
     stream_interval_ms: float = 0.0
 
