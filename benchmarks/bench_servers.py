@@ -25,6 +25,9 @@ from .run import free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 KNOWN = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
+# Variants: a server started with extra flags, benchmarked beside its default. mlxcel+numpy is
+# mlxcel with its opt-in NumPy decode kernel; llama-server@t1 is llama-server on one thread.
+VARIANTS = {"mlxcel+numpy": ["--numpy-decode"], "llama-server@t1": ["-t", "1"]}
 # Fields that make a server generate exactly max_tokens (no stop at end-of-sequence).
 FIXED_LENGTH = {"mlxcel": {"ignore_eos": True}, "llama-server": {"ignore_eos": True},
                 "vllm-mlx": {"ignore_eos": True}}
@@ -99,9 +102,9 @@ def gguf_for(model: Path, cache: Path) -> Path:
 
 
 def kind_of(name: str) -> str:
-    """``llama-server@t1`` is a llama-server labelled ``t1`` (two builds or settings of one
-    server can run side by side)."""
-    return name.split("@", 1)[0]
+    """``llama-server@t1`` is a llama-server labelled ``t1``, ``mlxcel+numpy`` an mlxcel (two
+    builds or settings of one server can run side by side)."""
+    return name.replace("+", "@", 1).split("@", 1)[0]
 
 
 def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
@@ -110,6 +113,7 @@ def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
     """How ``name`` is started on ``model`` with ``slots`` concurrent sequences of
     ``slot_ctx`` tokens each (prompt and reply; mlx_lm.server has no such limit)."""
     kind = kind_of(name)
+    extra_args = VARIANTS.get(name, []) + extra_args
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
     mlx_env = dict(env, LD_PRELOAD=blas) if blas else env
     host = ["--host", "127.0.0.1", "--port", str(port)]

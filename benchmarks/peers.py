@@ -1,5 +1,6 @@
 """Servers side by side (``nox -s bench_peers``): mlxcel-server, mlx_lm.server and llama-server
-(plus vllm-mlx when given) on the same fixture weights, all running at once, measured in
+(plus vllm-mlx when given) on the same fixture weights, mlxcel as it ships (MLX) and as
+``mlxcel+numpy`` (``--numpy-decode``), all running at once, measured in
 interleaved rounds; publishes ``docs/benchmarks/peers.{json,md,png}`` and prints the ratios
 against issue 21's targets.
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from . import peers_report as report
-from .bench_servers import KNOWN, RunningServer, public_command, start_all
+from .bench_servers import KNOWN, VARIANTS, RunningServer, public_command, start_all
 from .fixture import fixture_path, parameter_count
 from .load import PROMPT, percentile
 from .stream_client import StreamResult, stream_post
@@ -170,11 +171,12 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
 
 
 def default_servers(executables: dict[str, str | None]) -> list[str]:
-    """mlxcel, mlx_lm.server, and the others whose path is given; llama-server twice, with its
-    default threads and with one (``-t 1``: on a 2-core machine shared with a client and other
-    servers its second thread's spinning cost it several times its speed; the targets take the
-    better of the two in each round)."""
-    names = ["mlxcel", "mlx-lm"]
+    """mlxcel twice, as it ships (MLX) and with its opt-in NumPy decode kernel
+    (``mlxcel+numpy``, ``--numpy-decode``); mlx_lm.server; and the others whose path is given:
+    llama-server twice, with its default threads and with one (``-t 1``: on a 2-core machine
+    shared with a client and other servers its second thread's spinning cost it several times
+    its speed; the targets take the better of the two in each round)."""
+    names = ["mlxcel", "mlxcel+numpy", "mlx-lm"]
     if executables.get("llama-server"):
         names += ["llama-server", "llama-server@t1"]
     if executables.get("vllm-mlx"):
@@ -204,7 +206,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
     parser.add_argument("--fixtures", default="tiny,bench")
     parser.add_argument("--servers", default=None,
-                        help=f"comma list of {', '.join(KNOWN)} (default: mlxcel, mlx-lm, and "
+                        help=f"comma list of {', '.join(KNOWN)}, or a variant: "
+                        f"{', '.join(VARIANTS)} (default: mlxcel, mlxcel+numpy, mlx-lm, and "
                         "llama-server / vllm-mlx when their path is given)")
     parser.add_argument("--llama-server", default=None, help="path of a llama-server binary")
     parser.add_argument("--vllm-mlx", default=None, help="path of vllm-mlx's script")
@@ -216,7 +219,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--blas", default=DEFAULT_BLAS,
                         help="LD_PRELOAD for the MLX servers ('none': the wheel's BLAS)")
     parser.add_argument("--args", action="append", default=[], metavar="SERVER=FLAGS",
-                        help="extra flags for one server, e.g. 'llama-server=-t 1' "
+                        help="extra flags for one server, e.g. 'llama-server=-t 2' "
                         "(a server may be named kind@label to run twice: mlxcel@base)")
     parser.add_argument("--pythonpath", action="append", default=[], metavar="SERVER=PATH",
                         help="PYTHONPATH of one server, e.g. another mlxcel checkout's server/")
@@ -233,10 +236,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     executables = {"llama-server": args.llama_server, "vllm-mlx": args.vllm_mlx}
     names = args.servers.split(",") if args.servers else default_servers(executables)
-    extra = _pairs(args.args)
-    if "llama-server@t1" in names:
-        extra.setdefault("llama-server@t1", "-t 1")
-    args.args = [f"{k}={v}" for k, v in extra.items()]
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="mlxcel-bench-peers-"))).resolve()
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -1,5 +1,8 @@
 """What ``benchmarks.peers`` publishes: per-server medians over rounds, mlxcel's per-round
-ratios to each peer, issue 21's targets, the Markdown page and the plot."""
+ratios to each peer, issue 21's targets, the Markdown page and the plot.
+
+The targets are computed for ``mlxcel`` as it ships (MLX); ``mlxcel+numpy`` (the opt-in
+``--numpy-decode`` kernel) gets the same ratios beside them, when it was run."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 BASELINE = "mlxcel"
+VARIANT = "mlxcel+numpy"
 
 
 def machine() -> str:
@@ -41,8 +45,25 @@ def _median(values: list[float | None]) -> float | None:
     return round(statistics.median(kept), 3) if kept else None
 
 
+def _ratios(items: list[dict[str, Any]], by_round: dict[tuple[str, int, int], dict[str, Any]],
+            subject: str) -> tuple[dict[str, float] | None, dict[str, float] | None]:
+    """``subject``'s tok/s and TTFT p50 ÷ each of ``items``' (one server at one level), taken
+    within each round, as spreads over rounds; none for the subject itself."""
+    if not items or items[0]["server"] == subject:
+        return None, None
+    tok_ratio, ttft_ratio = [], []
+    for run in items:
+        base = by_round.get((subject, run["level"], run["round"]))
+        if base and run["tok_per_s"]:
+            tok_ratio.append(base["tok_per_s"] / run["tok_per_s"])
+        if base and base["ttft_p50"] and run["ttft_p50"]:
+            ttft_ratio.append(base["ttft_p50"] / run["ttft_p50"])
+    return spread(tok_ratio), spread(ttft_ratio)
+
+
 def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per server and level: medians and ranges over rounds, and mlxcel's ratios."""
+    """One row per server and level: medians and ranges over rounds, and the ratios of mlxcel
+    (and of mlxcel+numpy) to that server."""
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     by_round: dict[tuple[str, int, int], dict[str, Any]] = {}
     for run in entry["runs"]:
@@ -50,13 +71,8 @@ def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
         by_round[(run["server"], run["level"], run["round"])] = run
     rows = []
     for (server, level), items in runs.items():
-        tok_ratio, ttft_ratio = [], []
-        for run in items:
-            base = by_round.get((BASELINE, level, run["round"]))
-            if base and run["tok_per_s"]:
-                tok_ratio.append(base["tok_per_s"] / run["tok_per_s"])
-            if base and base["ttft_p50"] and run["ttft_p50"]:
-                ttft_ratio.append(base["ttft_p50"] / run["ttft_p50"])
+        tok_ratio, ttft_ratio = _ratios(items, by_round, BASELINE)
+        numpy_tok, numpy_ttft = _ratios(items, by_round, VARIANT)
         rows.append({
             "server": server, "level": level, "rounds": len(items),
             "tok_per_s": spread([r["tok_per_s"] for r in items]),
@@ -69,15 +85,16 @@ def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
             "tokens_per_request": _median([r["tokens_per_request"] for r in items]),
             "counted_by": sorted({c for r in items for c in r["counted_by"]}),
             "cpu_ms_per_token": _median([r.get("server_cpu_ms_per_token") for r in items]),
-            "mlxcel_tok_ratio": spread(tok_ratio) if server != BASELINE else None,
-            "mlxcel_ttft_ratio": spread(ttft_ratio) if server != BASELINE else None,
+            "mlxcel_tok_ratio": tok_ratio, "mlxcel_ttft_ratio": ttft_ratio,
+            "numpy_tok_ratio": numpy_tok, "numpy_ttft_ratio": numpy_ttft,
         })
-    return sorted(rows, key=lambda r: (r["level"], r["server"] != BASELINE, r["server"]))
+    order = {BASELINE: 0, VARIANT: 1}
+    return sorted(rows, key=lambda r: (r["level"], order.get(r["server"], 2), r["server"]))
 
 
-def best_ratio(entry: dict[str, Any], kind: str, level: int, key: str
-               ) -> dict[str, float] | None:
-    """mlxcel's value ÷ the best of ``kind``'s variants (``llama-server``,
+def best_ratio(entry: dict[str, Any], kind: str, level: int, key: str,
+               subject: str = BASELINE) -> dict[str, float] | None:
+    """``subject``'s value ÷ the best of ``kind``'s variants (``llama-server``,
     ``llama-server@t1``, ...) in the same round, as a spread over rounds: the highest tok/s,
     or the lowest TTFT p50 (where smaller is better, ``key`` ``ttft_p50``)."""
     rounds: dict[int, dict[str, float]] = defaultdict(dict)
@@ -88,8 +105,8 @@ def best_ratio(entry: dict[str, Any], kind: str, level: int, key: str
     ratios = []
     for values in rounds.values():
         theirs = [v for name, v in values.items() if name.split("@", 1)[0] == kind]
-        if BASELINE in values and theirs:
-            ratios.append(values[BASELINE] / pick(theirs))
+        if subject in values and theirs:
+            ratios.append(values[subject] / pick(theirs))
     return spread(ratios)
 
 
@@ -103,32 +120,42 @@ def _target(fixture: str, text: str, goal: str, value: dict[str, float] | None,
             "value": value, "met": met if value is not None else None}
 
 
-def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 21's targets, each with the measured median (and range) over rounds and whether
-    it is met; "llama-server" is the best of its variants in each round."""
+def _targets_for(results: dict[str, Any], subject: str) -> list[dict[str, Any]]:
+    """Issue 21's targets measured for ``subject`` (``mlxcel`` or ``mlxcel+numpy``)."""
     out = []
     tiny = results["fixtures"].get("tiny")
     if tiny:
         for level in tiny["levels"]:
-            ratio = best_ratio(tiny, "llama-server", level, "tok_per_s")
+            ratio = best_ratio(tiny, "llama-server", level, "tok_per_s", subject)
             if level in (1, 8, 32):
                 out.append(_target("tiny", f"tok/s ÷ llama-server, {streams(level)}", "≥ 1.0",
                                    ratio, ratio is not None and ratio["median"] >= 1.0))
-            ttft = best_ratio(tiny, "llama-server", level, "ttft_p50")
+            ttft = best_ratio(tiny, "llama-server", level, "ttft_p50", subject)
             out.append(_target("tiny", f"TTFT p50 ÷ llama-server's, {streams(level)}", "≤ 1.0",
                                ttft, ttft is not None and ttft["median"] <= 1.0))
-        errors = sum(r["errors"] for r in tiny["summary"] if r["server"] == BASELINE)
-        out.append(_target("tiny", "mlxcel errors, all levels", "0",
-                           {"median": errors, "min": errors, "max": errors}, errors == 0))
+        rows = [r for r in tiny["summary"] if r["server"] == subject]
+        errors = sum(r["errors"] for r in rows)
+        count = {"median": errors, "min": errors, "max": errors} if rows else None
+        out.append(_target("tiny", "mlxcel errors, all levels", "0", count, errors == 0))
     bench = results["fixtures"].get("bench")
     if bench:
         for level in bench["levels"]:
-            ratio = best_ratio(bench, "mlx-lm", level, "tok_per_s")
+            ratio = best_ratio(bench, "mlx-lm", level, "tok_per_s", subject)
             out.append(_target("bench", f"tok/s ÷ mlx_lm.server, {streams(level)}", "≥ 1.5",
                                ratio, ratio is not None and ratio["median"] >= 1.5))
-        ratio = best_ratio(bench, "llama-server", 32, "tok_per_s")
+        ratio = best_ratio(bench, "llama-server", 32, "tok_per_s", subject)
         out.append(_target("bench", "tok/s ÷ llama-server, 32 streams", "≥ 0.7", ratio,
                            ratio is not None and ratio["median"] >= 0.7))
+    return out
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 21's targets, each with mlxcel's measured median (and range) over rounds and
+    whether it is met ("llama-server" is the best of its variants in each round), and the same
+    for mlxcel+numpy (``numpy_value``, ``numpy_met``; None where it was not run)."""
+    out = _targets_for(results, BASELINE)
+    for row, numpy_row in zip(out, _targets_for(results, VARIANT), strict=True):
+        row["numpy_value"], row["numpy_met"] = numpy_row["value"], numpy_row["met"]
     return out
 
 
@@ -143,26 +170,38 @@ def _range(value: dict[str, float] | None, digits: int = 2) -> str:
             f"{value['max']:.{digits}f})")
 
 
+MET = {True: "yes", False: "**no**", None: "not run"}
+
+
 def target_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| fixture | target | goal | mlxcel's median (range over rounds) | met |",
-             "|---|---|---|---|---|"]
+    """mlxcel's targets; with mlxcel+numpy's beside them when it was run."""
+    numpy = any(row.get("numpy_value") is not None for row in rows)
+    head = "| fixture | target | goal | mlxcel's median (range over rounds) | met |"
+    lines = [head + (f" {VARIANT} | met |" if numpy else ""),
+             "|---|---|---|---|---|" + ("---|---|" if numpy else "")]
     for row in rows:
-        met = {True: "yes", False: "**no**", None: "not run"}[row["met"]]
-        lines.append(f"| {row['fixture']} | {row['target']} | {row['goal']} | "
-                     f"{_range(row['value'], 3)} | {met} |")
+        line = (f"| {row['fixture']} | {row['target']} | {row['goal']} | "
+                f"{_range(row['value'], 3)} | {MET[row['met']]} |")
+        if numpy:
+            line += f" {_range(row.get('numpy_value'), 3)} | {MET[row.get('numpy_met')]} |"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
 def fixture_table(entry: dict[str, Any]) -> str:
-    lines = ["| streams | server | tok/s, median (range) | mlxcel ÷ server | TTFT p50 / p95 | "
-             "inter-token p50 / p95 | tokens per request | errors | server CPU ms per token |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    numpy = any(row["server"] == VARIANT for row in entry["summary"])
+    extra = f" {VARIANT} ÷ server |" if numpy else ""
+    lines = ["| streams | server | tok/s, median (range) | mlxcel ÷ server |" + extra
+             + " TTFT p50 / p95 | inter-token p50 / p95 | tokens per request | errors | "
+             "server CPU ms per token |",
+             "|---|---|---|---|---|---|---|---|---|" + ("---|" if numpy else "")]
     for row in entry["summary"]:
         tok = row["tok_per_s"]
+        numpy_cell = f" {_range(row.get('numpy_tok_ratio'))} |" if numpy else ""
         lines.append(
             f"| {row['level']} | {row['server']} | {_num(tok['median'] if tok else None)} "
             f"({_num(tok['min'] if tok else None)}–{_num(tok['max'] if tok else None)}) | "
-            f"{_range(row['mlxcel_tok_ratio'])} | {_num(row['ttft_p50_ms'])} / "
+            f"{_range(row['mlxcel_tok_ratio'])} |{numpy_cell} {_num(row['ttft_p50_ms'])} / "
             f"{_num(row['ttft_p95_ms'])} ms | {_num(row['itl_p50_ms'], 2)} / "
             f"{_num(row['itl_p95_ms'], 2)} ms | {_num(row['tokens_per_request'])} | "
             f"{row['errors']}/{row['requests']} | {_num(row['cpu_ms_per_token'], 2)} |")
@@ -170,10 +209,11 @@ def fixture_table(entry: dict[str, Any]) -> str:
 
 
 def peer_wins(entry: dict[str, Any]) -> list[str]:
-    """Every level where a peer's median tok/s or TTFT p50 beats mlxcel's."""
+    """Every level where a peer's median tok/s or TTFT p50 beats mlxcel's (mlxcel+numpy is
+    mlxcel, not a peer: see ``numpy_against_mlx``)."""
     wins = []
     for row in entry["summary"]:
-        if row["server"] == BASELINE:
+        if row["server"] in (BASELINE, VARIANT):
             continue
         tok, ttft = row["mlxcel_tok_ratio"], row["mlxcel_ttft_ratio"]
         if tok and tok["median"] < 1.0:
@@ -183,6 +223,16 @@ def peer_wins(entry: dict[str, Any]) -> list[str]:
             wins.append(f"{row['server']} at {streams(row['level'])}: TTFT p50 "
                         f"{ttft['median']:.2f}× shorter than mlxcel's")
     return wins
+
+
+def numpy_against_mlx(entry: dict[str, Any]) -> list[str]:
+    """mlxcel+numpy's tok/s as a multiple of mlxcel's at each level (median over rounds)."""
+    out = []
+    for row in entry["summary"]:
+        tok = row["mlxcel_tok_ratio"]
+        if row["server"] == VARIANT and tok and tok["median"]:
+            out.append(f"{1 / tok['median']:.2f}× at {streams(row['level'])}")
+    return out
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -199,7 +249,11 @@ def markdown(results: dict[str, Any]) -> str:
                   f"{entry['loadavg_before']} before, {entry['loadavg_after']} after.\n",
                   fixture_table(entry)]
         wins = peer_wins(entry)
-        parts.append("Where a peer is ahead: " + ("; ".join(wins) if wins else "nowhere") + ".\n")
+        parts.append("Where a peer is ahead of mlxcel: " + ("; ".join(wins) if wins else "nowhere")
+                     + ".\n")
+        numpy = numpy_against_mlx(entry)
+        if numpy:
+            parts.append(f"{VARIANT} (`--numpy-decode`) ÷ mlxcel, tok/s: {', '.join(numpy)}.\n")
         parts.append("| server | version | tokens counted by | request fields | command |\n"
                      "|---|---|---|---|---|")
         for server, info in entry["servers"].items():
@@ -218,7 +272,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fixtures = list(results["fixtures"].items())
     fig, axes = plt.subplots(len(fixtures), 2, figsize=(11, 4 * len(fixtures)), squeeze=False)
     for (name, entry), (tok_ax, ttft_ax) in zip(fixtures, axes, strict=True):
-        servers = sorted({r["server"] for r in entry["summary"]}, key=lambda s: s != BASELINE)
+        servers = sorted({r["server"] for r in entry["summary"]},
+                         key=lambda s: (s != BASELINE, s != VARIANT, s))
         for server in servers:
             rows = [r for r in entry["summary"] if r["server"] == server and r["tok_per_s"]]
             xs = [r["level"] for r in rows]

@@ -177,7 +177,6 @@ def main(argv: list[str] | None = None) -> int:
     names = args.servers.split(",")
     blas = None if args.blas == "none" or not Path(args.blas).exists() else args.blas
     executables = {"llama-server": args.llama_server}
-    extra_args = {n: ["-t", "1"] for n in names if n == "llama-server@t1"}
     levels = [int(x) for x in args.streams.split(",")]
     lengths = [int(x) for x in args.prompts.split(",")]
     max_tokens = args.max_tokens or FIXTURES[args.fixture]["max_tokens"]
@@ -190,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         "fixture": args.fixture, "rounds": args.rounds, "max_tokens": max_tokens,
         "prompt_max_tokens": 64, "loadavg_before": loadavg(), "streams": [], "prompts": []}
     common = {"blas": blas, "executables": executables, "gguf_cache": args.gguf_cache,
-              "extra_args": extra_args, "extra_env": {}}
+              "extra_args": {}, "extra_env": {}}
     servers = start_all(names, model, max(levels), logdir=logs / "streams", **common)
     result["commands"] = {s.name: public_command(s.spec.command) for s in servers}
     try:

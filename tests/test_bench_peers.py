@@ -177,10 +177,46 @@ def test_targets_take_the_best_llama_server_variant_in_each_round() -> None:
                                                            "max": 2.5}
 
 
-def test_the_default_servers_run_llama_server_with_one_thread_too() -> None:
+def test_the_default_servers_run_mlxcel_with_numpy_and_llama_server_with_one_thread_too(
+        ) -> None:
     assert peers.default_servers({"llama-server": "/x/llama-server", "vllm-mlx": None}) == [
-        "mlxcel", "mlx-lm", "llama-server", "llama-server@t1"]
-    assert peers.default_servers({}) == ["mlxcel", "mlx-lm"]
+        "mlxcel", "mlxcel+numpy", "mlx-lm", "llama-server", "llama-server@t1"]
+    assert peers.default_servers({}) == ["mlxcel", "mlxcel+numpy", "mlx-lm"]
+
+
+@pytest.mark.parametrize(("name", "flags"), [
+    ("mlxcel", []), ("mlxcel+numpy", ["--numpy-decode"]), ("llama-server", []),
+    ("llama-server@t1", ["-t", "1"])])
+def test_a_variant_is_its_server_started_with_its_flags(
+        name: str, flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("benchmarks.bench_servers.gguf_for", lambda model, cache: cache / "m.gguf")
+    spec = spec_for(name, tmp_path, 1234, 4, blas=None, executable="/x/llama",
+                    gguf_cache=tmp_path, extra_args=["--x"])
+    assert spec.command[-len(flags) - 1:] == [*flags, "--x"]
+    assert spec.fields == {"ignore_eos": True}
+    assert ("--numpy-decode" in spec.command) == (name == "mlxcel+numpy")
+
+
+def test_targets_are_mlxcel_s_with_mlxcel_numpy_s_beside_them() -> None:
+    runs = [_run("mlxcel", 1, 0, 900.0, 0.010), _run("mlxcel+numpy", 1, 0, 2700.0, 0.005),
+            _run("llama-server", 1, 0, 1800.0, 0.010)]
+    results = {"fixtures": {"tiny": _entry([1], runs)}}
+    rows = {t["target"]: t for t in peers_report.targets(results)}
+    tok = rows["tok/s ÷ llama-server, 1 stream"]
+    assert (tok["value"]["median"], tok["met"]) == (0.5, False)
+    assert (tok["numpy_value"]["median"], tok["numpy_met"]) == (1.5, True)
+    assert rows["TTFT p50 ÷ llama-server's, 1 stream"]["numpy_value"]["median"] == 0.5
+    table = peers_report.target_table(list(rows.values()))
+    assert "| mlxcel+numpy | met |" in table and "| **1.500** (1.500–1.500) | yes |" in table
+    entry = results["fixtures"]["tiny"]
+    assert [r["server"] for r in entry["summary"]] == ["mlxcel", "mlxcel+numpy", "llama-server"]
+    page = peers_report.fixture_table(entry)
+    assert ("| 1 | llama-server | 1,800.0 (1,800.0–1,800.0) | **0.50** (0.50–0.50) | **1.50**"
+            in page)
+    assert peers_report.peer_wins(entry) == ["llama-server at 1 stream: 2.00× mlxcel's tok/s"]
+    assert peers_report.numpy_against_mlx(entry) == ["3.00× at 1 stream"]
+    # Without the variant, its columns are absent.
+    assert "mlxcel+numpy" not in peers_report.target_table(peers_report.targets(_results()))
 
 
 def test_a_target_without_its_peer_is_not_run() -> None:
