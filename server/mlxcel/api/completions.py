@@ -11,8 +11,8 @@ from fastapi.responses import JSONResponse, Response
 
 from ..engine.handle import RequestHandle
 from ..engine.model import LoadedModel
-from ..engine.request import Finished
 from ..errors import MlxcelError
+from ..generation import Finished
 from ..protocol.body import parse_body
 from ..protocol.completions import (
     CompletionChunkEncoder,

@@ -3,15 +3,12 @@ Messages API. Errors on these paths are rendered in Anthropic's shape by ``handl
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..chat.forcing import constrain, instructed_messages
-from ..chat.template import render_chat, render_chat_prompt
-from ..chat.thinking_budget import budget_factory
-from ..engine.request import GenerationRequest
+from ..chat.forcing import instructed_messages
+from ..chat.output import read_output
+from ..chat.template import render_chat_prompt
 from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
     CountTokensRequest,
@@ -19,15 +16,12 @@ from ..protocol.anthropic import (
     chat_tools,
     forced_tool_choice,
     message_shell,
-    new_message_id,
-    new_tool_use_id,
     stop_reason,
     template_messages,
-    tool_input,
     usage_of,
 )
+from ..protocol.anthropic_turn import content_blocks, to_messages_turn
 from ..protocol.body import parse_body
-from ..protocol.generated import ParsedOutput, parse_output
 from ..sse import sse_response
 from .generation import collect
 from .media_offload import prepare_prompt
@@ -36,18 +30,6 @@ from .priority import request_priority
 from .state import app_state
 
 router = APIRouter()
-
-
-def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    if with_thinking and parsed.reasoning is not None:
-        blocks.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
-    if parsed.content or not parsed.calls:
-        blocks.append({"type": "text", "text": parsed.content, "citations": None})
-    for call in parsed.calls:
-        blocks.append({"type": "tool_use", "id": new_tool_use_id(), "name": call.name,
-                       "input": tool_input(call.arguments)})
-    return blocks
 
 
 # Anthropic's documented ceiling for a Messages request body.
@@ -70,33 +52,16 @@ async def create_message(request: Request) -> Response:
     state = app_state(request)
     body = parse_body(MessagesRequest, await bounded_body(request))
     model = state.require_model()
-    tools = chat_tools(body)
-    messages, constraints = constrain(model, template_messages(body), tools,
-                                      forced_tool_choice(body), None, body.max_tokens)
-    rendered = await prepare_prompt(model, render_chat, model, messages, tools=tools)
-    prompt = rendered.tokens
-    opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
-    budget = budget_factory(model, body.thinking_budget(), opens_reasoning)
-    if budget is not None:
-        constraints = (budget, *constraints)
-    gen = GenerationRequest(
-        prompt_tokens=tuple(prompt),
-        max_tokens=body.max_tokens,
-        sampling=body.sampling(state.config.defaults),
-        stop=body.stop_strings(),
-        logits_processor_factories=constraints,
-        request_id=new_message_id(),
-        vision=rendered.vision,
-    )
+    turn = await prepare_prompt(model, to_messages_turn, body, model, state.config.defaults)
+    gen = turn.generation
     handle = state.engine.submit(gen, request_priority(request))
-    shell = message_shell(gen.request_id, state.model_name, len(prompt))
+    shell = message_shell(gen.request_id, state.model_name, len(gen.prompt_tokens))
     if body.stream:
-        return sse_response(stream_message(handle, shell, model, tools, opens_reasoning,
-                                           body.thinking_enabled))
+        return sse_response(stream_message(handle, shell, turn))
     done = await collect(request, handle)
-    parsed = parse_output(model, done.text, tools, opens_reasoning)
+    parsed = read_output(turn.output, done.text)
     reason, sequence = stop_reason(done.finished, bool(parsed.calls))
-    message = {**shell, "content": content_blocks(parsed, body.thinking_enabled),
+    message = {**shell, "content": content_blocks(parsed, turn.with_thinking),
                "stop_reason": reason, "stop_sequence": sequence,
                "usage": usage_of(done.finished.prompt_tokens, done.finished.completion_tokens)}
     return JSONResponse(message)

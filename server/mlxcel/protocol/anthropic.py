@@ -19,8 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..chat.multimodal import image_part
-from ..engine.request import Finished
 from ..errors import InvalidRequestError
+from ..generation import Finished
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
 
