@@ -1,5 +1,5 @@
 """Sessions: tests (the README's test command), conformance, fuzz, goldens, lint, bench,
-peers, docs, package, fixtures, sharded.
+peers, docs, package, suite_alone, fixtures, sharded.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -58,21 +58,24 @@ def _ensure_browser(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff and mypy."""
+    """ruff, mypy, and the layering contracts of pyproject.toml (import-linter)."""
     _install(session)
     session.run("ruff", "check", ".")
     session.run("mypy")
+    session.run("lint-imports")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Lint, unit and suite self-tests, then the conformance suite against the reference server.
+    """Lint (ruff, mypy, the layering contracts), unit and suite self-tests, then the
+    conformance suite against the reference server.
     The audio extra (mlx-whisper) and the image backend (mflux) are installed so the Whisper and
     Z-Image tests run too."""
     _install_with_images(session, "dev,audio")
     _ensure_browser(session)
     session.run("ruff", "check", ".")
     session.run("mypy")
+    session.run("lint-imports")
     session.run("pytest", "-q", *session.posargs)
     session.run("mlxcel-conformance", "--report", "reports/reference")
     # Speculative decoding needs a drafter: the same server with the bundled draft model.
@@ -147,6 +150,14 @@ def package(session: nox.Session) -> None:
     bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
     _install(session)
     session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
+
+
+@nox.session
+def suite_alone(session: nox.Session) -> None:
+    """The suite by itself: ``pip install ./conformance`` into a fresh virtualenv (no server, no
+    MLX) runs against the reference server's URL (tests/test_suite_alone.py)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slow", "tests/test_suite_alone.py", *session.posargs)
 
 
 @nox.session

@@ -62,6 +62,8 @@ def test_build_makes_a_wheel_and_an_sdist_with_one_version(dist: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "mlxcel/_fixtures/models/qwen3-tiny/config.json" in names
     assert "mlxcel_conformance/_data/openapi/openapi.yaml" in names
+    # the encoders the suite hands a self-started server: its own package data
+    assert "mlxcel_conformance/_data/fixtures/bert-tiny-embed/config.json" in names
     with tarfile.open(sdist) as tar:
         members = set(tar.getnames())
     assert f"mlxcel-{VERSION}/pyproject.toml" in members

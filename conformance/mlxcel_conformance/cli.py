@@ -3,19 +3,79 @@
     mlxcel-conformance --base-url http://127.0.0.1:8080 --profile mlx-lm --report reports/mlx-lm
 
 Everything after the known options is passed to pytest (e.g. ``-k chat``, ``-x``).
+``--help`` prints the suite's own options; ``--help-pytest`` prints pytest's full help.
 """
 
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 VALUE_OPTIONS = frozenset({
     "--base-url", "--api-key", "--model", "--profile", "--families", "--report", "--goldens",
-    "--server-model", "--fuzz-examples", "--fail-on",
+    "--server-model", "--fuzz-examples", "--fail-on", "--fixture-dir", "--request-timeout",
 })
+HELP_FLAGS = frozenset({"-h", "--help"})
+PYTEST_HELP_FLAG = "--help-pytest"
+
+USAGE = """\
+usage: mlxcel-conformance [OPTIONS] [PYTEST ARGS ...]
+
+Check an LLM inference server against the mlxcel OpenAPI spec, golden transcripts and the
+public API contracts, and print a feature matrix (PASS / FAIL / UNSUPPORTED / ERROR).
+
+  mlxcel-conformance --base-url http://127.0.0.1:8080 --profile llama-server --report reports/ls
+"""
+
+EPILOG = """\
+Any other argument goes to pytest (-k EXPR, -x, -v, --maxfail N).
+  -h, --help      this help
+  --help-pytest   pytest's full help (its own options, then these again)
+"""
+
+
+@dataclass
+class _Recorder:
+    """Stands in for pytest's parser and option group: records each ``addoption``."""
+
+    options: list[tuple[tuple[str, ...], dict[str, Any]]] = field(default_factory=list)
+
+    def getgroup(self, name: str, description: str = "") -> _Recorder:
+        return self
+
+    def addoption(self, *names: str, **attrs: Any) -> None:
+        self.options.append((names, attrs))
+
+
+def suite_options() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """The options the suite's pytest plugin declares, in its order."""
+    from .plugin import pytest_addoption
+
+    recorder = _Recorder()
+    pytest_addoption(recorder)  # type: ignore[arg-type]
+    return recorder.options
+
+
+def _option_line(names: tuple[str, ...], attrs: dict[str, Any]) -> str:
+    if attrs.get("action") in ("store_true", "store_false"):
+        return ", ".join(names)
+    choices = attrs.get("choices")
+    value = "|".join(choices) if choices else attrs.get("metavar", "VALUE")
+    return f"{', '.join(names)} {value}"
+
+
+def short_help() -> str:
+    lines = [USAGE, "options:"]
+    for names, attrs in suite_options():
+        lines.append(f"  {_option_line(names, attrs)}")
+        lines += textwrap.wrap(attrs.get("help", ""), width=92, initial_indent=" " * 6,
+                               subsequent_indent=" " * 6)
+    return "\n".join([*lines, "", EPILOG])
 
 
 def join_values(argv: Sequence[str]) -> list[str]:
@@ -32,7 +92,7 @@ def join_values(argv: Sequence[str]) -> list[str]:
 
 
 def pytest_args(argv: Sequence[str]) -> list[str]:
-    argv = join_values(argv)
+    argv = ["--help" if arg == PYTEST_HELP_FLAG else arg for arg in join_values(argv)]
     return [
         "-p", "mlxcel_conformance.plugin",
         "--pyargs", "mlxcel_conformance.tests",
@@ -44,6 +104,9 @@ def pytest_args(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if HELP_FLAGS & set(args) and PYTEST_HELP_FLAG not in args:
+        print(short_help())
+        sys.exit(0)
     sys.exit(int(pytest.main(pytest_args(args))))
 
 

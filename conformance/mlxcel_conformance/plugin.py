@@ -19,13 +19,14 @@ from .checks import sources
 from .checks.sources import Tier
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
+from .fixture_models import FIXTURES_ENV, draft_args
 from .flows import REFERENCE_SHAPES
 from .golden_diff import format_case
-from .profiles import Profile, get_profile
-from .report import Record, Report, Verdict
+from .profiles import PROFILES, Profile, get_profile
+from .report import JSON_NAME, Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
 from .sdk_clients import refused
-from .target import ReferenceServer, Target, bundled_draft_args
+from .target import ReferenceServer, Target
 
 _REPORT_KEY = pytest.StashKey[Report]()
 _PROFILE_KEY = pytest.StashKey[Profile]()
@@ -42,31 +43,51 @@ PARTIAL_NAME = "conformance.partial.json"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The suite's options, in the order ``mlxcel-conformance --help`` lists them; every help
+    ends with the default (the CLI's short help reads them from here)."""
     group = parser.getgroup("mlxcel-conformance")
-    group.addoption("--base-url", default=None,
-                    help="server under test; without it the reference server is started here")
-    group.addoption("--api-key", default=None, help="API key for the server under test")
-    group.addoption("--model", default=None, help="model name to send (default: /v1/models[0])")
-    group.addoption("--profile", default=None,
-                    help="families the target claims: mlxcel, mlx-lm, llama-server, openai")
-    group.addoption("--families", default=None,
+    group.addoption("--base-url", default=None, metavar="URL",
+                    help="server under test (default: none: start the reference server here "
+                    "on a free port with its fixture model, which needs mlxcel installed)")
+    group.addoption("--profile", default=None, metavar="NAME",
+                    help=f"API families the server claims, one of {', '.join(PROFILES)}; "
+                    "families it does not claim are UNSUPPORTED, not FAIL (default: mlxcel)")
+    group.addoption("--families", default=None, metavar="LIST",
                     help="comma-separated families: run only these of the profile's "
-                    "(e.g. chat); the others are UNSUPPORTED")
-    group.addoption("--report", default=None, help="directory for conformance.json/.md")
+                    "(e.g. chat,responses); the others are UNSUPPORTED (default: all the "
+                    "profile claims)")
     group.addoption("--goldens", default="auto", choices=["auto", "exact", "shape"],
-                    help="golden replay mode (auto: exact for the self-started server)")
-    group.addoption("--fuzz-examples", default="12",
-                    help="schemathesis examples per operation (nox -s fuzz raises it)")
-    group.addoption("--server-model", default=None,
-                    help="model for the self-started reference server (default: bundled)")
-    group.addoption("--server-draft", action="store_true", default=False,
-                    help="start the self-started reference server with the bundled draft model "
-                    "(speculative decoding); its goldens are recorded without one")
-    group.addoption("--request-timeout", default=None, type=float,
-                    help="seconds a suite request may take (default 60; peers run lower)")
+                    help="golden replay: exact (same fixture model: text and token counts), "
+                    "shape (any server: structure, types, status codes, event order), auto "
+                    "(exact for the self-started reference server, shape for --base-url) "
+                    "(default: auto)")
+    group.addoption("--report", default=None, metavar="DIR",
+                    help=f"write {JSON_NAME}, conformance.md and the HTML page {HTML_NAME} "
+                    "into DIR (default: none, the summary is printed only)")
     group.addoption("--fail-on", default="any", choices=["any", "fail"],
                     help="exit status: any (pytest's: non-zero on FAIL or ERROR) or fail "
-                    "(non-zero only when a claimed family has a FAIL verdict)")
+                    "(non-zero only when a claimed family has a FAIL verdict) (default: any)")
+    group.addoption("--api-key", default=None, metavar="KEY",
+                    help="API key for the server under test; enables the auth checks "
+                    "(default: none, auth is not checked)")
+    group.addoption("--model", default=None, metavar="NAME",
+                    help="model field to send (default: the first id of /v1/models, or none)")
+    group.addoption("--request-timeout", default=None, type=float, metavar="SECONDS",
+                    help="seconds a suite request may take (default: 60)")
+    group.addoption("--fuzz-examples", default="12", metavar="N",
+                    help="schemathesis examples per operation; nox -s fuzz raises it "
+                    "(default: 12)")
+    group.addoption("--server-model", default=None, metavar="PATH",
+                    help="model of the self-started reference server (default: the server's "
+                    "bundled fixture)")
+    group.addoption("--server-draft", action="store_true", default=False,
+                    help="start the self-started reference server with the draft fixture "
+                    "(speculative decoding); its goldens are recorded without one "
+                    "(default: off)")
+    group.addoption("--fixture-dir", default=None, metavar="DIR",
+                    help="fixture models for the self-started reference server (encoders, "
+                    f"draft) (default: ${FIXTURES_ENV}, else the suite's package data, else "
+                    "the checkout's fixtures/models)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -94,9 +115,11 @@ def target(pytestconfig: pytest.Config) -> Iterator[Target]:
         pytestconfig.stash[_TARGET_KEY] = tgt
         yield tgt
         return
-    server = ReferenceServer(model=pytestconfig.getoption("--server-model"))
+    fixtures = pytestconfig.getoption("--fixture-dir")
+    server = ReferenceServer(model=pytestconfig.getoption("--server-model"),
+                             fixtures=Path(fixtures) if fixtures else None)
     if pytestconfig.getoption("--server-draft"):
-        server.extra_args = (*server.extra_args, *bundled_draft_args())
+        server.extra_args = (*server.extra_args, *draft_args(server.fixtures))
     tgt = server.start()
     tgt.model = pytestconfig.getoption("--model")
     pytestconfig.stash[_REPORT_KEY].target = tgt.base_url

@@ -6,51 +6,65 @@ Each case is recorded on the fixture it names, one server per fixture: the defau
 the vision-language one for the `vision` family; an audio checkpoint (Whisper's for
 transcription, the generated Kokoro one for the `speech_*` cases) on the audio-only server; the
 Z-Image one for the `images` family, served beside the default text model. Run it from the
-repository root (the Kokoro fixture is built by ``fixtures/build_kokoro_fixture.py``). Only the
+checkout: the fixtures come from ``fixtures/models`` (or ``--fixture-dir DIR``), the Kokoro one is
+built by running ``fixtures/build_kokoro_fixture.py`` (or given by ``--speech-fixture``). Only the
 reference server is recorded: goldens change on purpose, and the diff is read.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .client import SuiteClient
-from .golden_cases import AUDIO_CASES, CASES, VISION_CASES, GoldenCase
-from .golden_media_cases import IMAGE_CASES, SPEECH_CASES, SPEECH_FIXTURE
+from .fixture_models import fixture_path
+from .golden_cases import AUDIO_CASES, AUDIO_FIXTURE, CASES, VISION_CASES, GoldenCase
+from .golden_media_cases import IMAGE_CASES, IMAGE_FIXTURE, SPEECH_CASES, SPEECH_FIXTURE
 from .goldens import document, send, write_document
 from .target import ReferenceServer
 
 ALL_CASES = (*CASES, *VISION_CASES, *AUDIO_CASES, *IMAGE_CASES, *SPEECH_CASES)
+# the fixtures served by the audio-only server (Whisper, Kokoro) and beside the text model
+AUDIO_FIXTURES = frozenset({AUDIO_FIXTURE, SPEECH_FIXTURE})
+IMAGE_FIXTURES = frozenset({IMAGE_FIXTURE})
+# the checkout's builder of the generated Kokoro fixture (run, never imported)
+KOKORO_BUILDER = Path(__file__).resolve().parents[2] / "fixtures" / "build_kokoro_fixture.py"
 
 
-def _fixture_path(fixture: str) -> Path:
+def built_speech_fixture(builder: Path = KOKORO_BUILDER) -> Path:
+    """Build the Kokoro fixture (once; it is cached) with the checkout's script, which prints
+    ``DIR (N bytes)``, and return DIR."""
+    if not builder.is_file():
+        raise SystemExit(f"no {builder}: give --speech-fixture DIR (the generated Kokoro "
+                         "fixture) or run from a source checkout")
+    done = subprocess.run([sys.executable, str(builder)], capture_output=True, text=True,
+                          check=True)
+    return Path(done.stdout.strip().splitlines()[-1].rsplit(" (", 1)[0])
+
+
+def fixture_dir(fixture: str, fixtures: Path | None = None,
+                speech: Path | None = None) -> Path:
     if fixture == SPEECH_FIXTURE:  # generated on first use: too big to commit
-        # a repository script, not part of the package (nor of its type-checked files)
-        builder = importlib.import_module("fixtures.build_kokoro_fixture")
-        return Path(builder.ensure_fixture())
-    from mlxcel.bundled import bundled_model_path
-
-    return bundled_model_path(fixture)
+        return speech or built_speech_fixture()
+    return fixture_path(fixture, fixtures)
 
 
-def _server(fixture: str | None) -> ReferenceServer:
+def _server(fixture: str | None, fixtures: Path | None = None,
+            speech: Path | None = None) -> ReferenceServer:
     if fixture is None:
-        return ReferenceServer()  # the server's own default model
-    from mlxcel.audio.checkpoints import kind_of
-
-    path = _fixture_path(fixture)
-    if kind_of(path) is not None:  # Whisper or Kokoro: the audio-only server
-        return ReferenceServer(audio_model=str(path))
-    if (path / "model_index.json").is_file():  # a diffusers pipeline: Z-Image
-        return ReferenceServer(image_model=str(path))  # beside the default text model
-    return ReferenceServer(model=str(path))
+        return ReferenceServer(fixtures=fixtures)  # the server's own default model
+    path = str(fixture_dir(fixture, fixtures, speech))
+    if fixture in AUDIO_FIXTURES:  # Whisper or Kokoro: the audio-only server
+        return ReferenceServer(audio_model=path, fixtures=fixtures)
+    if fixture in IMAGE_FIXTURES:  # a diffusers pipeline: Z-Image, beside the default model
+        return ReferenceServer(image_model=path, fixtures=fixtures)
+    return ReferenceServer(model=path, fixtures=fixtures)
 
 
-def record(cases: Sequence[GoldenCase], fixture: str | None, out: Path) -> None:
-    server = _server(fixture)
+def record(cases: Sequence[GoldenCase], server: ReferenceServer, out: Path) -> None:
     client = SuiteClient(server.start())
     try:
         model = client.model_for_requests()
@@ -67,13 +81,20 @@ def main() -> None:
     parser.add_argument("--out", default="goldens", help="goldens directory to write")
     parser.add_argument("--family", action="append", default=None,
                         help="record only this family's cases (repeatable; default: all)")
+    parser.add_argument("--fixture-dir", type=Path, default=None,
+                        help="directory of the fixture models (default: $MLXCEL_FIXTURES, "
+                        "else the checkout's fixtures/models)")
+    parser.add_argument("--speech-fixture", type=Path, default=None,
+                        help="the generated Kokoro fixture (default: built by the checkout's "
+                        "fixtures/build_kokoro_fixture.py)")
     args = parser.parse_args()
     cases = [c for c in ALL_CASES if args.family is None or c.family in args.family]
     by_fixture: dict[str | None, list[GoldenCase]] = {}
     for case in cases:
         by_fixture.setdefault(case.fixture, []).append(case)
     for fixture, group in by_fixture.items():
-        record(group, fixture, Path(args.out))
+        server = _server(fixture, args.fixture_dir, args.speech_fixture)
+        record(group, server, Path(args.out))
 
 
 if __name__ == "__main__":

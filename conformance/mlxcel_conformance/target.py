@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from .errors import SetupError
+from .fixture_models import encoder_args
 
 SELF_STARTED_API_KEY = "mlxcel-conformance-key"
 
@@ -48,30 +49,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _bundled_encoder_args() -> list[str]:
-    """The reference server's bundled encoder fixtures, so the embedding and rerank families
-    run against real models (none when mlxcel or the fixtures are not installed)."""
-    try:
-        from mlxcel.bundled import bundled_model_path
-
-        return ["--embedding-model", str(bundled_model_path("bert-tiny-embed")),
-                "--rerank-model", str(bundled_model_path("bert-tiny-rerank"))]
-    except (ImportError, FileNotFoundError):
-        return []
-
-
-def bundled_draft_args() -> list[str]:
-    """The bundled fixture's draft model (it shares the bundled model's tokenizer), so the
-    speculative-decoding checks run on the reference server; none when mlxcel or the draft
-    fixture is not installed."""
-    try:
-        from mlxcel.bundled import bundled_model_path
-
-        return ["--draft-model", str(bundled_model_path("qwen3-tiny-draft"))]
-    except (ImportError, FileNotFoundError):
-        return []
 
 
 def wait_healthy(base_url: str, process: subprocess.Popen[bytes], timeout: float, name: str,
@@ -104,8 +81,10 @@ class ReferenceServer:
     api_key: str | None = SELF_STARTED_API_KEY
     # /metrics exists only with --metrics; the suite checks it on the reference server.
     extra_args: Sequence[str] = ("--metrics",)
-    # the bundled embedding and rerank fixtures (False: the routes answer their 501)
+    # the embedding and rerank fixtures (False: the routes answer their 501)
     encoders: bool = True
+    # where the fixture models are (None: fixture_models' search order)
+    fixtures: Path | None = None
     startup_timeout: float = 120.0
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
@@ -125,7 +104,8 @@ class ReferenceServer:
             cmd += ["--model", self.model]
         if self.image_model:
             cmd += ["--image-model", self.image_model]
-        return cmd + (_bundled_encoder_args() if self.encoders else []) + list(self.extra_args)
+        encoders = encoder_args(self.fixtures) if self.encoders else []
+        return cmd + encoders + list(self.extra_args)
 
     def start(self) -> Target:
         fd, name = tempfile.mkstemp(prefix="mlxcel-server-", suffix=".log")

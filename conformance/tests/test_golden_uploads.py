@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,16 @@ def test_each_media_fixture_is_recorded_on_its_own_server() -> None:
     assert "--model" not in images and "--audio-model" not in images  # the default text model
     whisper = _server("whisper-tiny-random").command()
     assert "--audio-model" in whisper and "--image-model" not in whisper
+
+
+def test_the_speech_fixture_is_the_directory_its_builder_prints(tmp_path: Path) -> None:
+    """record_goldens runs the checkout's Kokoro builder as a script (never imports it) and
+    takes the directory from its ``DIR (N bytes)`` line."""
+    from mlxcel_conformance.record_goldens import built_speech_fixture
+
+    builder = tmp_path / "build.py"
+    built = tmp_path / "kokoro tiny-abc"  # a space in the path survives
+    builder.write_text(f"print('building')\nprint({str(built)!r} + ' (1,234 bytes)')\n")
+    assert built_speech_fixture(builder) == built
+    with pytest.raises(SystemExit, match="--speech-fixture"):
+        built_speech_fixture(tmp_path / "absent.py")

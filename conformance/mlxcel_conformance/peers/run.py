@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..fixture_models import DEFAULT_FIXTURE, fixture_path
 from ..plugin import PARTIAL_NAME
 from ..report import JSON_NAME, Record, Report, Verdict
 from . import pages
@@ -164,7 +165,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"comma list from {', '.join(PEERS)} (default: mlxcel, mlx-lm, "
                         "plus llama-server / vllm-mlx when their path is given)")
     parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the bundled qwen3 fixture)")
+                        help="model directory (default: the qwen3 fixture in --fixture-dir)")
+    parser.add_argument("--fixture-dir", type=Path, default=None,
+                        help="directory of the fixture models (default: $MLXCEL_FIXTURES, "
+                        "else the checkout's fixtures/models)")
     parser.add_argument("--llama-server", default=None, help="path of a llama-server binary")
     parser.add_argument("--vllm-mlx", default=None,
                         help="path of the vllm-mlx script in its own venv (not run by default)")
@@ -185,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         name for name, path in (("llama-server", args.llama_server), ("vllm-mlx", args.vllm_mlx))
         if path]
     executables = {"llama-server": args.llama_server, "vllm-mlx": args.vllm_mlx}
-    from mlxcel.bundled import bundled_model_path
-
-    model = (args.model or bundled_model_path()).resolve()
+    model = (args.model or fixture_path(DEFAULT_FIXTURE, args.fixture_dir)).resolve()
     peers = [make_peer(n.strip(), model, executables.get(n.strip())) for n in names]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mlxcel-peers-"))
     for peer in peers:

@@ -1,0 +1,57 @@
+"""``mlxcel-conformance --help`` is the suite's own short help, every option with its default;
+pytest's full help stays behind ``--help-pytest``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mlxcel_conformance import cli
+
+
+def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(list(argv))
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_is_the_suites_own(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _help(capsys, "--base-url", "http://x", flag)
+    assert out.startswith("usage: mlxcel-conformance")
+    assert len(out.splitlines()) < 80  # pytest's help is ~400 lines
+    assert "--help-pytest" in out and "-k EXPR" in out
+
+
+def test_help_lists_every_suite_option_with_its_default(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = _help(capsys, "--help")
+    options = cli.suite_options()
+    names = [names[0] for names, _ in options]
+    assert {"--base-url", "--goldens", "--families", "--fail-on", "--report", "--api-key",
+            "--profile", "--model"} <= set(names)
+    positions = [out.index(f"\n  {name}") for name in names]
+    assert positions == sorted(positions)  # in the plugin's order
+    for names_, attrs in options:
+        assert "(default: " in attrs["help"], names_
+    assert "--goldens auto|exact|shape" in out and "(default: auto)" in out
+    assert "conformance.html" in out  # the HTML report
+
+
+def test_value_options_are_joined_for_pytest() -> None:
+    """Every suite option that takes a value reaches pytest as ``--opt=value``."""
+    takes_value = {names[0] for names, attrs in cli.suite_options()
+                   if attrs.get("action") not in ("store_true", "store_false")}
+    assert takes_value <= cli.VALUE_OPTIONS
+    assert cli.join_values(["--report", "out", "-x"]) == ["--report=out", "-x"]
+
+
+def test_help_pytest_is_pytests_full_help() -> None:
+    done = subprocess.run([sys.executable, "-m", "mlxcel_conformance", "--help-pytest"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "-k EXPRESSION" in done.stdout  # pytest's own
+    assert "--base-url=URL" in done.stdout  # the plugin's options, in pytest's help too
