@@ -23,6 +23,9 @@ from .report import Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
 from .target import ReferenceServer, Target, bundled_draft_args
 
+# The robustness family's options and its whole-run watch (opt-in: --robustness).
+pytest_plugins = ["mlxcel_conformance.robustness_plugin"]
+
 _REPORT_KEY = pytest.StashKey[Report]()
 _PROFILE_KEY = pytest.StashKey[Profile]()
 _TARGET_KEY = pytest.StashKey[Target]()

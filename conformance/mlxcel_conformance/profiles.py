@@ -18,6 +18,10 @@ Decisions recorded here:
   `images` likewise checks generation and edits (PNG shape, seeds, the documented 400s and 415)
   on a server started with `--image-model`, and reports them UNSUPPORTED where generation
   answers 501.
+- `robustness` (hostile requests, run only with `--robustness`) is claimed by every local
+  server (`mlxcel`, `mlx-lm`, `llama-server`), never by `openai`: no one fuzzes a paid API.
+  Each of its inputs names its route's family, so a route the profile does not claim is
+  UNSUPPORTED for that input.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ FAMILIES: tuple[str, ...] = (
     "mlxcel-ext",
     # mlx-lm's documented chat fields (integer logprobs, penalty windows, adapters, ...).
     "mlx-lm-fields",
+    # Hostile requests against the server's availability; opt-in (--robustness).
+    "robustness",
 )
 
 
@@ -88,7 +94,8 @@ PROFILES: dict[str, Profile] = {
         Profile("mlxcel", frozenset(FAMILIES), "the reference server: every family"),
         Profile(
             "mlx-lm",
-            frozenset({"chat", "completions", "models", "health", "sdk-openai", "mlx-lm-fields"}),
+            frozenset({"chat", "completions", "models", "health", "sdk-openai", "mlx-lm-fields",
+                       "robustness"}),
             "mlx_lm.server",
         ),
         Profile(

@@ -4,7 +4,7 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 `openai_common` (usage, logprobs), `chat_semantics` (tools, reasoning, structured output),
 `errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
 `engine_checks`, `concurrency` (many streams at once), `vision` (image input), `speculative`,
-`speech` (text-to-speech audio), `images` (image generation).
+`speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ CHECK_MODULES = (
     "speculative",
     "speech",
     "images",
+    "robustness",
 )
 
 for _module in CHECK_MODULES:

@@ -1,0 +1,90 @@
+"""Robustness checks: one client's hostile request must not stall, hang or crash the server for
+everyone else.
+
+No public API contract states these properties; they are what every client of a shared server
+relies on, and each is measured the same way on any server:
+
+- ``health_within_budget``: while the hostile traffic runs, ``GET /health`` (each probe on a
+  new connection) answers, with its 99th percentile latency within the budget (100 ms unless
+  the run says otherwise) above its idle p99 measured just before (what a loaded test machine
+  adds to every probe is not the server's doing). A server whose request handling shares one
+  thread with the hostile work fails here.
+- ``answered_in_time``: every hostile request gets an answer (any status) within its bound;
+  no answer at all is a hang.
+- ``no_server_error``: bad input is the client's fault, so the answer is never a 5xx (501 "not
+  served" and the 503/529 back-pressure answers are not errors).
+- ``stalled_connections_released``: a connection that stops sending mid-request is closed
+  (or answered, e.g. 408) within a bound, so slow clients cannot hold the server's sockets.
+- ``no_orphaned_work``: after a request carrying many prompts is refused, nothing of it keeps
+  running: a fresh one-token request is served about as fast as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.errors import Severity
+from mlxcel_conformance.health_probe import LatencyStats
+from mlxcel_conformance.hostile import NOT_SERVED, Outcome
+from mlxcel_conformance.stalled_connections import StalledConnection
+
+BUSY = frozenset({429, 503, 529})
+
+
+@check("health_within_budget", severity=Severity.CRITICAL,
+       description="/health answers within budget while hostile requests run")
+def check_health_within_budget(stats: LatencyStats, budget_ms: float, during: str,
+                               idle: LatencyStats | None = None) -> None:
+    if stats.samples == 0:
+        fail("health_within_budget", f"no /health probe completed during {during}")
+    floor = idle.p99_ms if idle is not None else 0.0
+    if stats.failures or stats.p99_ms > budget_ms + floor:
+        fail("health_within_budget",
+             f"/health p99 {stats.p99_ms:.0f} ms (max {stats.max_ms:.0f} ms, "
+             f"{stats.failures} unanswered) during {during}; budget {budget_ms:.0f} ms above "
+             f"the idle p99 of {floor:.0f} ms",
+             health=stats.to_evidence(), budget_ms=budget_ms,
+             idle=idle.to_evidence() if idle is not None else None)
+
+
+@check("answered_in_time", severity=Severity.CRITICAL,
+       description="Every hostile request gets an answer within its bound")
+def check_answered_in_time(outcomes: Sequence[Outcome]) -> None:
+    silent = [o for o in outcomes if o.status is None]
+    if silent:
+        fail("answered_in_time", f"{len(silent)} request(s) got no answer: {silent[0].label} "
+             f"({silent[0].detail})", outcomes=[o.to_evidence() for o in silent])
+
+
+@check("no_server_error", severity=Severity.HIGH,
+       description="Bad input is answered 4xx (or 2xx), never 5xx")
+def check_no_server_error(outcomes: Sequence[Outcome]) -> None:
+    errors = [o for o in outcomes if o.status is not None and o.status >= 500
+              and o.status not in NOT_SERVED and o.status not in BUSY]
+    if errors:
+        fail("no_server_error", f"{len(errors)} bad input(s) answered 5xx, first "
+             f"{errors[0].label}: {errors[0].status}",
+             outcomes=[o.to_evidence() for o in errors])
+
+
+@check("stalled_connections_released", severity=Severity.HIGH,
+       description="A connection that stops sending mid-request is closed within a bound")
+def check_stalled_connections_released(conns: Sequence[StalledConnection],
+                                       bound_s: float) -> None:
+    held = [c for c in conns if c.closed_after_s is None]
+    if held:
+        kinds = sorted({c.kind for c in held})
+        fail("stalled_connections_released",
+             f"{len(held)} of {len(conns)} stalled connections ({', '.join(kinds)}) still open "
+             f"after {bound_s:.0f} s", held=len(held), opened=len(conns), kinds=kinds)
+
+
+@check("no_orphaned_work", severity=Severity.HIGH,
+       description="A refused multi-prompt request leaves no work running")
+def check_no_orphaned_work(before_s: float, after_s: float, slack_s: float, refused: str) -> None:
+    if after_s > before_s + slack_s:
+        fail("no_orphaned_work",
+             f"after {refused} was refused, a one-token request took {after_s:.2f} s "
+             f"(before: {before_s:.2f} s): the refused request's prompts kept running",
+             before_s=round(before_s, 2), after_s=round(after_s, 2), slack_s=slack_s)

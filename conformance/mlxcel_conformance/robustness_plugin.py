@@ -1,0 +1,168 @@
+"""The robustness family's options, and its watch over a whole run.
+
+The family is hostile (it sends what once hung or crashed servers), so it runs only with
+``--robustness``. With it, ``run_watch`` probes ``/health`` for the whole session (every test,
+schemathesis included) and, for a server whose process id is known (the self-started one, or
+``--server-pid``), samples its resident memory after a warm-up and again after the run. The
+result is one report record, ``robustness.whole_run``: FAIL when /health's p99 exceeded the
+budget or memory did not come back within ``--rss-tolerance`` of its start. 5xx answers are
+counted from the self-started server's access log.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from .errors import ConformanceFailure
+from .health_probe import HealthProbe, LatencyStats, idle_latency, server_rss_bytes
+from .report import Record, Verdict
+from .target import Target
+
+WATCH_FEATURE = "robustness.whole_run"
+# Seconds the server may settle after the run before its memory is read again.
+SETTLE_S = 3.0
+_ACCESS_STATUS = re.compile(r'" (\d{3})\b')
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mlxcel-conformance")
+    group.addoption("--robustness", action="store_true", default=False,
+                    help="run the robustness family: hostile requests (large bodies, "
+                    "pathological sampler fields, request templates, stalled connections, "
+                    "bad input) while /health is probed; off by default")
+    group.addoption("--health-budget-ms", type=float, default=100.0,
+                    help="robustness: /health p99 latency allowed while hostile requests run")
+    group.addoption("--stall-bound", type=float, default=30.0,
+                    help="robustness: seconds a stalled connection may stay open")
+    group.addoption("--server-pid", type=int, default=None,
+                    help="robustness: process id of a --base-url server, to watch its memory")
+    group.addoption("--rss-tolerance", type=float, default=0.10,
+                    help="robustness: resident memory after the run may exceed its start by "
+                    "this fraction")
+
+
+@dataclass
+class WatchResult:
+    health: LatencyStats
+    budget_ms: float
+    rss_start: int | None = None
+    rss_end: int | None = None
+    tolerance: float = 0.10
+    server_errors: Counter[int] = field(default_factory=Counter)
+    idle: LatencyStats | None = None  # /health before the run, with nothing else sent
+
+    def problems(self) -> list[str]:
+        found = []
+        floor = self.idle.p99_ms if self.idle is not None else 0.0
+        if self.health.failures or self.health.p99_ms > self.budget_ms + floor:
+            found.append(f"/health p99 {self.health.p99_ms:.0f} ms over the run "
+                         f"({self.health.failures} unanswered); budget {self.budget_ms:.0f} ms "
+                         f"above the idle p99 of {floor:.0f} ms")
+        if self.rss_start and self.rss_end and self.rss_end > self.rss_start * (1 + self.tolerance):
+            found.append(f"resident memory {self.rss_end / 2**20:.0f} MiB after the run, "
+                         f"{self.rss_start / 2**20:.0f} MiB at its start")
+        if self.server_errors:
+            found.append(f"{sum(self.server_errors.values())} 5xx answers in the server log")
+        return found
+
+    def evidence(self) -> dict[str, Any]:
+        def mib(value: int | None) -> float | None:
+            return None if value is None else round(value / 2**20, 1)
+
+        return {"health": self.health.to_evidence(), "budget_ms": self.budget_ms,
+                "idle": self.idle.to_evidence() if self.idle is not None else None,
+                "rss_start_mib": mib(self.rss_start), "rss_end_mib": mib(self.rss_end),
+                "server_errors": {str(k): v for k, v in sorted(self.server_errors.items())}}
+
+    def summary(self) -> str:
+        ev = self.evidence()
+        idle = ev["idle"] or {}
+        return (f"robustness watch: /health p50 {ev['health']['p50_ms']} ms, p99 "
+                f"{ev['health']['p99_ms']} ms, max {ev['health']['max_ms']} ms over "
+                f"{ev['health']['probes']} probes (idle p50 {idle.get('p50_ms')} ms, p99 "
+                f"{idle.get('p99_ms')} ms); RSS {ev['rss_start_mib']} -> "
+                f"{ev['rss_end_mib']} MiB; 5xx {ev['server_errors'] or 0}")
+
+
+def server_errors_in_log(target: Target, offset: int = 0) -> Counter[int]:
+    """5xx statuses in the self-started server's access log (past ``offset`` bytes)."""
+    if target.log_path is None or not target.log_path.exists():
+        return Counter()
+    text = target.log_path.read_bytes()[offset:].decode("utf-8", errors="replace")
+    found: Counter[int] = Counter()
+    for line in text.splitlines():
+        if "HTTP/1." not in line:
+            continue
+        match = _ACCESS_STATUS.search(line)
+        if match and match.group(1).startswith("5") and match.group(1) not in ("501", "503"):
+            found[int(match.group(1))] += 1
+    return found
+
+
+def _warm_up(target: Target) -> None:
+    """A few ordinary requests, so the memory baseline includes what any first request loads."""
+    payload = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 4}
+    for _ in range(3):
+        try:
+            httpx.post(f"{target.base_url}/v1/chat/completions", json=payload,
+                       headers=target.auth_headers, timeout=60)
+        except httpx.HTTPError:
+            return
+
+
+@pytest.fixture(scope="session", autouse=True)
+def run_watch(request: pytest.FixtureRequest) -> Iterator[None]:
+    config = request.config
+    if not config.getoption("--robustness"):
+        yield
+        return
+    target: Target = request.getfixturevalue("target")
+    pid = config.getoption("--server-pid") or target.pid
+    _warm_up(target)
+    idle = idle_latency(target.base_url, 3.0)
+    rss_start = server_rss_bytes(pid) if pid else None
+    log_offset = target.log_path.stat().st_size if target.log_path and target.log_path.exists() \
+        else 0
+    probe = HealthProbe(target.base_url, interval_s=0.1)
+    with probe:
+        yield
+    time.sleep(SETTLE_S)
+    result = WatchResult(probe.stats(), float(config.getoption("--health-budget-ms")),
+                         rss_start, server_rss_bytes(pid) if pid else None,
+                         float(config.getoption("--rss-tolerance")),
+                         server_errors_in_log(target, log_offset), idle)
+    config.stash[_WATCH_KEY] = result
+    _record(config, result)
+
+
+_WATCH_KEY = pytest.StashKey[WatchResult]()
+
+
+def _record(config: pytest.Config, result: WatchResult) -> None:
+    from .plugin import _REPORT_KEY  # the report of this run
+
+    if _REPORT_KEY not in config.stash:
+        return
+    problems = result.problems()
+    failure = ConformanceFailure("health_within_budget", "; ".join(problems)) if problems \
+        else None
+    config.stash[_REPORT_KEY].add(Record(
+        family="robustness", feature=WATCH_FEATURE,
+        verdict=Verdict.FAIL if failure else Verdict.PASS,
+        checks=["health_within_budget"], severity=failure.severity.value if failure else None,
+        message=failure.message if failure else result.summary(),
+        evidence=result.evidence(), duration_s=0.0))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _WATCH_KEY in config.stash:
+        terminalreporter.write_line(config.stash[_WATCH_KEY].summary())
+

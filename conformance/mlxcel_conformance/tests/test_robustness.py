@@ -1,0 +1,174 @@
+"""The robustness family: hostile requests, each run while ``/health`` is probed (opt-in with
+``--robustness``; see checks/robustness.py for what is judged and why it is fair to any
+server). An input whose route belongs to a family the profile does not claim is not sent; a
+check with nothing left to send is UNSUPPORTED."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from mlxcel_conformance.checks.robustness import (
+    BUSY,
+    check_answered_in_time,
+    check_health_within_budget,
+    check_no_orphaned_work,
+    check_no_server_error,
+    check_stalled_connections_released,
+)
+from mlxcel_conformance.client import SuiteClient
+from mlxcel_conformance.health_probe import HealthProbe, LatencyStats, idle_latency
+from mlxcel_conformance.hostile import (
+    HostileRequest,
+    Outcome,
+    bad_inputs,
+    large_bodies,
+    multi_prompt_batches,
+    pathological_sampler_fields,
+    request_templates,
+    send_all,
+)
+from mlxcel_conformance.profiles import Profile
+from mlxcel_conformance.stalled_connections import close_all, open_stalled, wait_closed
+from mlxcel_conformance.target import Target
+
+# Seconds a hostile request may take to be answered (any status) before it counts as a hang.
+ANSWER_BOUND_S = 60.0
+STALLED_HEADERS, STALLED_BODIES = 32, 4
+# How long /health is probed while the stalled connections are held.
+STALL_WINDOW_S = 5.0
+BATCHES, PROMPTS, BATCH_TOKENS = 6, 16, 256
+# Extra seconds a one-token request may take after a refused batch than before it.
+ORPHAN_SLACK_S = 2.0
+
+
+@pytest.fixture(autouse=True)
+def _opt_in(pytestconfig: pytest.Config) -> Iterator[None]:
+    if not pytestconfig.getoption("--robustness"):
+        pytest.skip("the robustness family is hostile: run it with --robustness")
+    yield
+
+
+@pytest.fixture
+def budget_ms(pytestconfig: pytest.Config) -> float:
+    return float(pytestconfig.getoption("--health-budget-ms"))
+
+
+def claimed(profile: Profile, requests: list[HostileRequest], what: str
+            ) -> list[HostileRequest]:
+    chosen = [r for r in requests if profile.claims(r.family)]
+    if not chosen:
+        families = sorted({r.family for r in requests})
+        pytest.skip(f"UNSUPPORTED: {what} needs a route of {', '.join(families)}, "
+                    f"which profile {profile.name} does not claim")
+    return chosen
+
+
+def probe(target: Target) -> HealthProbe:
+    return HealthProbe(target.base_url)
+
+
+def judge(outcomes: list[Outcome], probe_: HealthProbe, budget: float, during: str,
+          request: pytest.FixtureRequest, idle: LatencyStats) -> None:
+    """A hang first, then /health, then 5xx: the most severe failure is the one reported."""
+    request.node.mlxcel_checks = ["answered_in_time", "health_within_budget", "no_server_error"]
+    check_answered_in_time(outcomes)
+    check_health_within_budget(probe_.stats(), budget, during, idle)
+    check_no_server_error(outcomes)
+
+
+def run_hostile(target: Target, requests: list[HostileRequest], budget: float, during: str,
+                request: pytest.FixtureRequest) -> None:
+    idle = idle_latency(target.base_url)
+    with probe(target) as watching:
+        outcomes = send_all(target, requests, ANSWER_BOUND_S)
+    judge(outcomes, watching, budget, during, request, idle)
+
+
+@pytest.mark.conformance(family="robustness", feature="robustness.large_body")
+def test_large_body_does_not_stall(target: Target, profile: Profile, model_name: str | None,
+                                   budget_ms: float, request: pytest.FixtureRequest) -> None:
+    requests = claimed(profile, large_bodies(model_name), "a large body")
+    run_hostile(target, requests, budget_ms, "large request bodies", request)
+
+
+@pytest.mark.conformance(family="robustness", feature="robustness.sampler_field")
+def test_pathological_sampler_field_does_not_stall(
+        target: Target, profile: Profile, model_name: str | None, budget_ms: float,
+        request: pytest.FixtureRequest) -> None:
+    requests = claimed(profile, pathological_sampler_fields(model_name), "a sampler field")
+    run_hostile(target, requests, budget_ms, "pathological sampler fields", request)
+
+
+@pytest.mark.conformance(family="robustness", feature="robustness.template")
+def test_request_template_does_not_stall(
+        target: Target, profile: Profile, model_name: str | None, budget_ms: float,
+        request: pytest.FixtureRequest) -> None:
+    requests = claimed(profile, request_templates(model_name), "a request template")
+    run_hostile(target, requests, budget_ms, "request-supplied chat templates", request)
+
+
+@pytest.mark.conformance(family="robustness", feature="robustness.bad_input")
+def test_bad_input_is_never_a_server_error(
+        target: Target, profile: Profile, model_name: str | None, budget_ms: float,
+        request: pytest.FixtureRequest) -> None:
+    requests = claimed(profile, bad_inputs(model_name), "bad input")
+    run_hostile(target, requests, budget_ms, "bad input", request)
+
+
+@pytest.mark.conformance(family="robustness", feature="robustness.read_timeout")
+def test_stalled_connections_are_released(target: Target, budget_ms: float,
+                                          pytestconfig: pytest.Config,
+                                          request: pytest.FixtureRequest) -> None:
+    bound = float(pytestconfig.getoption("--stall-bound"))
+    request.node.mlxcel_checks = ["health_within_budget", "stalled_connections_released"]
+    idle = idle_latency(target.base_url)
+    conns = open_stalled(target.base_url, target.auth_headers, STALLED_HEADERS, STALLED_BODIES)
+    try:
+        with probe(target) as watching:
+            time.sleep(STALL_WINDOW_S)
+        check_health_within_budget(watching.stats(), budget_ms,
+                                   f"{len(conns)} stalled connections", idle)
+        wait_closed(conns, bound)
+        check_stalled_connections_released(conns, bound)
+    finally:
+        close_all(conns)
+
+
+def _one_token_seconds(client: SuiteClient, model_name: str | None) -> float:
+    payload = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1,
+               "temperature": 0, **({"model": model_name} if model_name else {})}
+    start = time.perf_counter()
+    try:
+        client.post("/v1/chat/completions", payload, timeout=ANSWER_BOUND_S)
+    except httpx.HTTPError:
+        return ANSWER_BOUND_S
+    return time.perf_counter() - start
+
+
+@pytest.mark.conformance(family="robustness", feature="robustness.refused_batch",
+                         destructive=True)
+def test_refused_batch_leaves_no_work(
+        client: SuiteClient, target: Target, profile: Profile, model_name: str | None,
+        budget_ms: float, request: pytest.FixtureRequest) -> None:
+    """Several many-prompt requests at once, so that some are refused; once every answer is
+    in, nothing should still be running."""
+    variants = claimed(profile, multi_prompt_batches(model_name, PROMPTS, BATCH_TOKENS),
+                       "a multi-prompt request")
+    request.node.mlxcel_checks = ["answered_in_time", "health_within_budget",
+                                  "no_orphaned_work"]
+    for variant in variants:
+        before = min(_one_token_seconds(client, model_name) for _ in range(2))
+        idle = idle_latency(target.base_url)
+        with probe(target) as watching:
+            outcomes = send_all(target, [variant] * BATCHES, ANSWER_BOUND_S * 2, BATCHES)
+        check_answered_in_time(outcomes)
+        check_health_within_budget(watching.stats(), budget_ms, variant.label, idle)
+        if not any(o.status in BUSY for o in outcomes):
+            continue  # every request admitted: nothing was refused, nothing to leave behind
+        after = _one_token_seconds(client, model_name)
+        check_no_orphaned_work(before, after, ORPHAN_SLACK_S, variant.label)
+
