@@ -13,7 +13,6 @@ from fastapi.responses import JSONResponse, Response
 from ..chat.template import apply_template_override
 from ..engine.handle import RequestHandle
 from ..engine.request import Finished
-from ..protocol.body import parse_body
 from ..protocol.chat import ChatCompletionRequest, ChatSetup, to_chat_setup
 from ..protocol.chat_render import (
     ChatChunkEncoder,
@@ -27,6 +26,7 @@ from ..protocol.timings import speculative_timings
 from ..sse import data_event, sse_response
 from .generation import collect, stream_batches
 from .media_offload import prepare_prompt
+from .offload import parse_request
 from .priority import request_priority
 from .state import FINGERPRINT, AppState, app_state
 
@@ -50,7 +50,7 @@ def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
 @router.post("/v1/chat/completions")
 async def create_chat_completion(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(ChatCompletionRequest, await request.body())
+    body = await parse_request(request, ChatCompletionRequest)
     adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
                                  getattr(state.config, "draft_model", None))
     model = state.require_model()

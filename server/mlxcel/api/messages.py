@@ -9,10 +9,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..chat.forcing import constrain, instructed_messages
-from ..chat.template import render_chat, render_chat_prompt
+from ..chat.template import RenderedPrompt, render_chat, render_chat_prompt
 from ..chat.thinking_budget import budget_factory
+from ..engine.model import LoadedModel
 from ..engine.request import GenerationRequest
-from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
     CountTokensRequest,
     MessagesRequest,
@@ -26,12 +26,11 @@ from ..protocol.anthropic import (
     tool_input,
     usage_of,
 )
-from ..protocol.body import parse_body
 from ..protocol.generated import ParsedOutput, parse_output
 from ..sse import sse_response
 from .generation import collect
-from .media_offload import prepare_prompt
 from .messages_stream import stream_message
+from .offload import off_loop, parse_request
 from .priority import request_priority
 from .state import app_state
 
@@ -50,30 +49,28 @@ def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, 
     return blocks
 
 
-# Anthropic's documented ceiling for a Messages request body.
-MAX_REQUEST_BYTES = 32 * 1024 * 1024
-
-
-async def bounded_body(request: Request) -> bytes:
-    """The body, or 413 ``request_too_large`` past Anthropic's limit (checked on the declared
-    length first, so an oversized upload is refused before it is read)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
-        raise RequestTooLarge(f"Request exceeds the maximum size of {MAX_REQUEST_BYTES} bytes.")
-    raw = await request.body()
-    if len(raw) > MAX_REQUEST_BYTES:
-        raise RequestTooLarge(f"Request exceeds the maximum size of {MAX_REQUEST_BYTES} bytes.")
-    return raw
-
-
-async def create_message(request: Request) -> Response:
-    state = app_state(request)
-    body = parse_body(MessagesRequest, await bounded_body(request))
-    model = state.require_model()
+def _prepare(model: LoadedModel, body: MessagesRequest
+             ) -> tuple[list[dict[str, Any]] | None, tuple[Any, ...], RenderedPrompt]:
+    """Tools, constraints (a forced call's grammar) and the rendered prompt: off the loop."""
     tools = chat_tools(body)
     messages, constraints = constrain(model, template_messages(body), tools,
                                       forced_tool_choice(body), None, body.max_tokens)
-    rendered = await prepare_prompt(model, render_chat, model, messages, tools=tools)
+    return tools, constraints, render_chat(model, messages, tools=tools)
+
+
+def _count(model: LoadedModel, body: CountTokensRequest) -> int:
+    tools = chat_tools(body)
+    # The forced-choice instruction /v1/messages would add is part of the real prompt.
+    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
+    return len(render_chat_prompt(model, messages, tools=tools))
+
+
+async def create_message(request: Request) -> Response:
+    # The body's size is bounded for every route by api/guard.py (413 request_too_large).
+    state = app_state(request)
+    body = await parse_request(request, MessagesRequest)
+    model = state.require_model()
+    tools, constraints, rendered = await off_loop(_prepare, model, body)
     prompt = rendered.tokens
     opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
     budget = budget_factory(model, body.thinking_budget(), opens_reasoning)
@@ -104,13 +101,9 @@ async def create_message(request: Request) -> Response:
 
 async def count_tokens(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(CountTokensRequest, await bounded_body(request))
+    body = await parse_request(request, CountTokensRequest)
     model = state.require_model()
-    tools = chat_tools(body)
-    # The forced-choice instruction /v1/messages would add is part of the real prompt.
-    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
-    prompt = await prepare_prompt(model, render_chat_prompt, model, messages, tools=tools)
-    return JSONResponse({"input_tokens": len(prompt)})
+    return JSONResponse({"input_tokens": await off_loop(_count, model, body)})
 
 
 for _prefix in ("/v1", ""):
