@@ -143,8 +143,8 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
         help=f"largest request body on any route; larger is 413 before it is read (default "
         f"{d.max_body_bytes}) [env MLXCEL_MAX_BODY_BYTES]")
     add("--max-json-values", type=int, default=d.max_json_values,
-        help=f"most array items and object members in a JSON body; more is 413 before it is "
-        f"parsed (default {d.max_json_values})")
+        help=f"most array items and object members in a JSON body (objects and arrays: a "
+        f"twentieth of it); more is 413 before it is parsed (default {d.max_json_values})")
     add("--max-json-depth", type=int, default=d.max_json_depth,
         help=f"deepest nesting of a JSON body (default {d.max_json_depth})")
     add("--max-stop-strings", type=int, default=d.max_stop_strings,

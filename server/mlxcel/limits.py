@@ -20,8 +20,8 @@ MIB = 1024 * 1024
 class RequestLimits:
     # Request bodies, every route: larger is 413 before the body is read (Anthropic's limit).
     max_body_bytes: int = 32 * MIB
-    # A JSON body's array items plus object members (each object or array counts too):
-    # parsing and walking cost grows with it, not with bytes (a body of `[]` is 3 bytes each).
+    # A JSON body's array items plus object members, and the objects and arrays among them
+    # (at most a twentieth): parsing cost grows with them, not with bytes (`[],` is 3 bytes).
     max_json_values: int = 1_000_000
     # Nesting of a JSON body (a tool schema or response_format is bounded lower, by
     # --max-schema-depth): deeper is refused before anything recurses into it.

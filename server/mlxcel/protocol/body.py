@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidRequestError, UnsupportedMediaType
-from .json_shape import check_parsed, check_structure, finite_float
+from .json_shape import check_parsed, check_structure, finite_float, json_int
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -41,7 +41,8 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         raise InvalidRequestError("The request body is empty; a JSON object is required.")
     check_structure(raw)
     try:
-        data = json.loads(raw, parse_constant=_reject_constant, parse_float=finite_float)
+        data = json.loads(raw, parse_constant=_reject_constant, parse_float=finite_float,
+                          parse_int=json_int)
     except InvalidRequestError:
         raise
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the constants above

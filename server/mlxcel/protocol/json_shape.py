@@ -1,11 +1,14 @@
 """Bounds on a JSON request body's shape, checked around parsing.
 
-- ``check_structure`` (before parsing): the values a body can hold. Parsing cost and memory
-  grow with values, not bytes: 32 MiB of ``[],`` is ten million lists. The bound is counted
-  on the raw bytes, cheaply first (every ``,`` ``[`` ``{``), exactly (outside strings) only
-  when the cheap count is over it.
-- ``finite_float`` (while parsing): ``1e400`` is valid JSON but no double; Python reads it
-  as infinity, which no sampler field can take. It is refused here, before validation.
+- ``check_structure`` (before parsing): the values a body can hold, and the objects and arrays
+  among them (a twentieth of the values). Parsing cost and memory grow with values, not bytes:
+  32 MiB of ``[],`` is ten million lists, and the parser holds the interpreter lock while it
+  builds each object or array. The bound is counted on the raw bytes, cheaply first (every
+  ``,`` ``[`` ``{``), exactly (outside strings) only when the cheap count is over it.
+- ``finite_float`` and ``json_int`` (while parsing): ``1e400`` is valid JSON but no double;
+  Python reads it as infinity, which no sampler field can take. It is refused here, before
+  validation. Numbers go through Python functions, so a body of a million numbers lets other
+  threads (the event loop) run while it is parsed.
 - ``check_parsed`` (after parsing): nesting depth, so nothing downstream (templates,
   ``copy.deepcopy``, schema compilers) recurses past Python's limit, and lone surrogates
   (``"\\ud800"``), which JSON's escapes allow but no UTF-8 text can hold.
@@ -20,30 +23,37 @@ from typing import Any
 from .. import limits
 from ..errors import InvalidRequestError, RequestTooLarge
 
-# A JSON string (escapes included) or one structural character that starts or separates values.
-_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[,\[{]')
+# A JSON string, escapes included.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 # An escaped UTF-16 surrogate: the only way a lone one can reach a parsed string.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def _too_many(limit: int) -> RequestTooLarge:
+def _too_many(limit: int, what: str) -> RequestTooLarge:
     return RequestTooLarge(
-        f"The request body holds more than {limit} JSON values (array items and object "
-        "members); the server's limit is --max-json-values.")
+        f"The request body holds more than {limit} {what}; the server's limit is "
+        "--max-json-values (objects and arrays: a twentieth of it).")
 
 
 def check_structure(raw: bytes) -> None:
-    """413 when ``raw`` holds more JSON values than the active limit allows."""
+    """413 when ``raw`` holds more JSON values (or objects and arrays) than the active limits
+    allow."""
     limit = limits.active().max_json_values
-    cheap = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
-    if cheap <= limit:
+    container_limit = max(1, limit // 20)
+    containers = raw.count(b"[") + raw.count(b"{")
+    if containers + raw.count(b",") <= limit and containers <= container_limit:
         return
-    count = 0
-    for match in _TOKENS.finditer(raw):
-        if match.end() - match.start() == 1:  # not a string
-            count += 1
-            if count > limit:
-                raise _too_many(limit)
+    outside = _STRING.sub(b"", raw)  # commas and brackets inside strings are no values
+    containers = outside.count(b"[") + outside.count(b"{")
+    if containers > container_limit:
+        raise _too_many(container_limit, "JSON objects and arrays")
+    if containers + outside.count(b",") > limit:
+        raise _too_many(limit, "JSON values (array items and object members)")
+
+
+def json_int(text: str) -> int:
+    """``json.loads``'s ``parse_int`` (a Python call per number: see the module docstring)."""
+    return int(text)
 
 
 def finite_float(text: str) -> float:
