@@ -144,6 +144,13 @@ def run_watch(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 _WATCH_KEY = pytest.StashKey[WatchResult]()
+_EVIDENCE_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+
+
+def note_evidence(config: pytest.Config, feature: str, evidence: dict[str, Any]) -> None:
+    """What a robustness test measured, kept for its record when it passes (a failure
+    carries its own evidence)."""
+    config.stash.setdefault(_EVIDENCE_KEY, {})[feature] = evidence
 
 
 def _record(config: pytest.Config, result: WatchResult) -> None:
@@ -151,6 +158,10 @@ def _record(config: pytest.Config, result: WatchResult) -> None:
 
     if _REPORT_KEY not in config.stash:
         return
+    noted = config.stash.get(_EVIDENCE_KEY, {})
+    for record in config.stash[_REPORT_KEY].records:
+        if record.family == "robustness" and not record.evidence and record.feature in noted:
+            record.evidence = noted[record.feature]
     problems = result.problems()
     failure = ConformanceFailure("health_within_budget", "; ".join(problems)) if problems \
         else None

@@ -32,6 +32,7 @@ from mlxcel_conformance.hostile import (
     send_all,
 )
 from mlxcel_conformance.profiles import Profile
+from mlxcel_conformance.robustness_plugin import note_evidence
 from mlxcel_conformance.stalled_connections import close_all, open_stalled, wait_closed
 from mlxcel_conformance.target import Target
 
@@ -71,10 +72,20 @@ def probe(target: Target) -> HealthProbe:
     return HealthProbe(target.base_url)
 
 
+def note(request: pytest.FixtureRequest, stats: LatencyStats, idle: LatencyStats,
+         outcomes: list[Outcome], **more: object) -> None:
+    mark = request.node.get_closest_marker("conformance")
+    feature = str(mark.kwargs["feature"]) if mark else request.node.name
+    note_evidence(request.config, feature, {
+        "health": stats.to_evidence(), "idle": idle.to_evidence(),
+        "outcomes": [o.to_evidence() for o in outcomes], **more})
+
+
 def judge(outcomes: list[Outcome], probe_: HealthProbe, budget: float, during: str,
           request: pytest.FixtureRequest, idle: LatencyStats) -> None:
     """A hang first, then /health, then 5xx: the most severe failure is the one reported."""
     request.node.mlxcel_checks = ["answered_in_time", "health_within_budget", "no_server_error"]
+    note(request, probe_.stats(), idle, outcomes)
     check_answered_in_time(outcomes)
     check_health_within_budget(probe_.stats(), budget, during, idle)
     check_no_server_error(outcomes)
@@ -133,6 +144,10 @@ def test_stalled_connections_are_released(target: Target, budget_ms: float,
         check_health_within_budget(watching.stats(), budget_ms,
                                    f"{len(conns)} stalled connections", idle)
         wait_closed(conns, bound)
+        closed = [c.closed_after_s for c in conns if c.closed_after_s is not None]
+        note(request, watching.stats(), idle, [], stalled=len(conns),
+             closed_within_s=round(max(closed), 1) if closed else None,
+             still_open=len(conns) - len(closed))
         check_stalled_connections_released(conns, bound)
     finally:
         close_all(conns)
@@ -165,6 +180,7 @@ def test_refused_batch_leaves_no_work(
         idle = idle_latency(target.base_url)
         with probe(target) as watching:
             outcomes = send_all(target, [variant] * BATCHES, ANSWER_BOUND_S * 2, BATCHES)
+        note(request, watching.stats(), idle, outcomes)
         check_answered_in_time(outcomes)
         check_health_within_budget(watching.stats(), budget_ms, variant.label, idle)
         if not any(o.status in BUSY for o in outcomes):

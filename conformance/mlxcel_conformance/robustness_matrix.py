@@ -1,0 +1,106 @@
+"""The robustness matrix: one page comparing servers on the robustness family.
+
+    python -m mlxcel_conformance.robustness_matrix --out docs/conformance \\
+        mlxcel=reports/rob-mlxcel/conformance.json mlx-lm=reports/rob-mlx-lm/conformance.json
+
+Reads each server's report (a run with ``--robustness -k robustness``) and writes
+``robustness.md`` (a table of verdicts, then what each check measured) and ``robustness.json``
+(the same records, by server). It is its own page, beside the main matrices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+FEATURES = (
+    ("robustness.large_body", "large bodies (24 MiB chat and Messages, 64 MiB chat)"),
+    ("robustness.sampler_field", "pathological sampler fields (DRY breakers, stop, logit_bias)"),
+    ("robustness.template", "request-supplied chat templates"),
+    ("robustness.bad_input", "bad input that once answered 500"),
+    ("robustness.read_timeout", "36 stalled connections (slowloris headers and bodies)"),
+    ("robustness.refused_batch", "six 16-prompt requests at once: refused whole, no orphans"),
+    ("robustness.whole_run", "/health and memory over the whole run"),
+)
+
+
+def _records(path: Path) -> dict[str, dict[str, Any]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {r["feature"]: r for r in data.get("records", []) if r["family"] == "robustness"}
+
+
+def _health(evidence: dict[str, Any]) -> str:
+    health, idle = evidence.get("health") or {}, evidence.get("idle") or {}
+    if not health:
+        return ""
+    text = f"/health p99 {health.get('p99_ms')} ms, max {health.get('max_ms')} ms"
+    if health.get("failed_probes"):
+        text += f", {health['failed_probes']} unanswered"
+    if idle:
+        text += f" (idle p99 {idle.get('p99_ms')} ms)"
+    return text
+
+
+def _statuses(evidence: dict[str, Any]) -> str:
+    outcomes = evidence.get("outcomes") or []
+    parts = [f"{o.get('request')}: {o.get('status') or 'no answer'}" for o in outcomes
+             if isinstance(o, dict)]
+    return "; ".join(parts)
+
+
+def _cell(record: dict[str, Any] | None) -> str:
+    if record is None:
+        return "not run"
+    return str(record["verdict"])
+
+
+def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
+    names = list(servers)
+    lines = ["# Robustness matrix", "",
+             "The suite's `robustness` family (`mlxcel-conformance --robustness -k robustness`) "
+             "against each server on the same fixture model. Each check sends hostile requests "
+             "while `GET /health` is probed on fresh connections; a check whose routes a server "
+             "does not serve is UNSUPPORTED there. What is judged, and why it is fair to any "
+             "server, is in `conformance/mlxcel_conformance/checks/robustness.py` and "
+             "[Limits and hostile clients](../limits.md).", "",
+             "| check | " + " | ".join(names) + " |",
+             "|---|" + "---|" * len(names)]
+    for feature, title in FEATURES:
+        cells = [_cell(servers[name].get(feature)) for name in names]
+        lines.append(f"| {title} (`{feature}`) | " + " | ".join(cells) + " |")
+    for name in names:
+        lines += ["", f"## {name}", ""]
+        for feature, _ in FEATURES:
+            record = servers[name].get(feature)
+            if record is None:
+                continue
+            evidence = record.get("evidence") or {}
+            detail = record.get("message") or _health(evidence)
+            lines.append(f"- `{feature}` **{record['verdict']}**: {detail}".rstrip(": "))
+            measured = "; ".join(x for x in (_health(evidence) if record.get("message") else "",
+                                              _statuses(evidence)) if x)
+            if measured:
+                lines.append(f"  - measured: {measured}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("reports", nargs="+", help="NAME=path/to/conformance.json")
+    args = parser.parse_args(argv)
+    servers = {}
+    for item in args.reports:
+        name, _, path = item.partition("=")
+        servers[name] = _records(Path(path))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "robustness.md").write_text(render(servers), encoding="utf-8")
+    (args.out / "robustness.json").write_text(json.dumps(servers, indent=1) + "\n",
+                                              encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
