@@ -22,14 +22,29 @@ FEATURES = (
     ("robustness.template", "request-supplied chat templates"),
     ("robustness.bad_input", "bad input that once answered 500"),
     ("robustness.read_timeout", "36 stalled connections (slowloris headers and bodies)"),
-    ("robustness.refused_batch", "six 16-prompt requests at once: refused whole, no orphans"),
+    ("robustness.refused_batch", "four 16-prompt requests at once: no work left after"),
     ("robustness.whole_run", "/health and memory over the whole run"),
 )
 
 
-def _records(path: Path) -> dict[str, dict[str, Any]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {r["feature"]: r for r in data.get("records", []) if r["family"] == "robustness"}
+_RANK = {"UNSUPPORTED": 0, "PASS": 1, "ERROR": 2, "FAIL": 3}
+WHOLE_RUN = "robustness.whole_run"
+
+
+def _records(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """A server's robustness records; from several reports (each check run on a fresh server)
+    the worst verdict of each check, and no whole-run record (no run was whole)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for record in data.get("records", []):
+            if record["family"] != "robustness" or (len(paths) > 1 and
+                                                     record["feature"] == WHOLE_RUN):
+                continue
+            earlier = merged.get(record["feature"])
+            if earlier is None or _RANK[record["verdict"]] > _RANK[earlier["verdict"]]:
+                merged[record["feature"]] = record
+    return merged
 
 
 def _health(evidence: dict[str, Any]) -> str:
@@ -90,12 +105,13 @@ def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("reports", nargs="+", help="NAME=path/to/conformance.json")
+    parser.add_argument("reports", nargs="+",
+                        help="NAME=path/to/conformance.json[,another.json...]")
     args = parser.parse_args(argv)
     servers = {}
     for item in args.reports:
-        name, _, path = item.partition("=")
-        servers[name] = _records(Path(path))
+        name, _, paths = item.partition("=")
+        servers[name] = _records([Path(p) for p in paths.split(",") if p])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "robustness.md").write_text(render(servers), encoding="utf-8")
     (args.out / "robustness.json").write_text(json.dumps(servers, indent=1) + "\n",
