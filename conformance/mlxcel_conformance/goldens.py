@@ -37,7 +37,7 @@ FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-4, 1e-5
 VOLATILE = {"id": "<id>", "created": "<created>", "system_fingerprint": "<fingerprint>",
             "model": "<model>", "owned_by": "<owner>",
             # what earlier requests left in the prompt cache decides this one
-            "cached_tokens": "<cached_tokens>",
+            "cached_tokens": "<cached_tokens>", "tokens_cached": "<cached_tokens>",
             # Responses / Anthropic: item and call ids, timestamps
             "created_at": "<created>", "completed_at": "<created>", "item_id": "<id>",
             "call_id": "<id>", "tool_use_id": "<id>",

@@ -37,6 +37,12 @@ EXPECTED_OPERATIONS = {
     ("GET", "/metrics"): ("observability", ("200", "401")),
     ("GET", "/v1/cache/stats"): ("observability", ("200", "401")),
     ("POST", "/v1/cache/reset"): ("observability", ("200", "401")),
+    # llama-server's aliases and its chat token count
+    ("POST", "/chat/completions"): ("chat", ("200", "400", "401", "413", "500", "501", "503")),
+    ("POST", "/v1/chat/completions/input_tokens"): ("chat", ("200", "400", "401", "503")),
+    ("POST", "/chat/completions/input_tokens"): ("chat", ("200", "400", "401", "503")),
+    ("GET", "/models"): ("models", ("200", "401")),
+    ("GET", "/v1/health"): ("health", ("200", "503")),
 }
 # Responses and Anthropic Messages, each also mounted without /v1.
 _STORED = ("200", "400", "401", "404")
@@ -88,9 +94,9 @@ EXPECTED_OPERATIONS.update({
 })
 # Streams without a terminator event: llama-server's native routes end without [DONE].
 UNTERMINATED_STREAMS = ("/completion", "/completions", "/infill")
-# Streams: chat and completions end with [DONE]; Responses and Messages (and their
+# Streams: chat (and its alias) and completions end with [DONE]; Responses and Messages (and their
 # aliases), speech (and its alias) and llama-server's native routes do not.
-STREAMS = 8 + len(UNTERMINATED_STREAMS)
+STREAMS = 9 + len(UNTERMINATED_STREAMS)
 
 
 def _raw() -> dict[str, Any]:

@@ -74,7 +74,16 @@ class InvalidRequestError(MlxcelError):
 
 
 class ContextLengthExceeded(InvalidRequestError):
+    """The prompt does not fit the context. ``n_prompt_tokens`` and ``n_ctx``, when known, are
+    what llama-server reports with its ``exceed_context_size_error``."""
+
     code = "context_length_exceeded"
+
+    def __init__(self, message: str, *, param: str | None = None,
+                 n_prompt_tokens: int | None = None, n_ctx: int | None = None) -> None:
+        super().__init__(message, param=param)
+        self.n_prompt_tokens = n_prompt_tokens
+        self.n_ctx = n_ctx
 
 
 class AuthenticationError(MlxcelError):

@@ -15,6 +15,7 @@ from mlxcel.api.auth import presented_key
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.protocol.llama_errors import LLAMA_NATIVE_PATHS
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -83,8 +84,15 @@ def test_engine_is_not_started(app: FastAPI) -> None:
 )
 def test_missing_key_is_401(client: TestClient, method: str, path: str) -> None:
     for headers in ({}, {"Authorization": ""}, {"Authorization": "Bearer "}):
-        error = error_of(client.request(method, path, headers=headers), 401)
-        assert error["type"] == error["code"] == "missing_api_key"
+        response = client.request(method, path, headers=headers)
+        if path in LLAMA_NATIVE_PATHS:  # llama-server's shape on its native routes
+            assert response.status_code == 401
+            error = response.json()["error"]
+            assert error == {"code": 401, "type": "authentication_error",
+                             "message": error["message"]}
+        else:
+            error = error_of(response, 401)
+            assert error["type"] == error["code"] == "missing_api_key"
         assert "Authorization: Bearer" in error["message"]
 
 

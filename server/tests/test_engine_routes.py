@@ -44,8 +44,12 @@ def test_cache_disabled_payload_is_stable(plain: TestClient) -> None:
 def test_props_and_health_report_the_per_slot_context(plain: TestClient) -> None:
     props = plain.get("/props").json()
     assert props["total_slots"] == 2
-    assert props["default_generation_settings"]["seed"] == 18446744073709551615
-    assert props["modalities"] == {"vision": False, "audio": False}
+    settings = props["default_generation_settings"]
+    # llama-server's README shape: the defaults nested under params, its default seed
+    assert settings["params"]["seed"] == 4294967295
+    assert settings["n_ctx"] == 2048 and settings["is_processing"] is False
+    assert props["modalities"] == {"vision": False, "video": False, "audio": False}
+    assert props["model_path"] == MODEL and props["chat_template"]
     health = plain.get("/health").json()
     assert health["context_size"] == 2048 and health["batch"]["max_batch_size"] == 2
 

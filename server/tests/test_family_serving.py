@@ -1,6 +1,8 @@
 """Every tool-call family fixture served end to end: a chat request with tools to the server
 returns the call the model generated in its family's wire format, parsed into ``tool_calls``
-with ``finish_reason: "tool_calls"``, in a body and in a stream (no markup in the content)."""
+with ``finish_reason: "tool_calls"``, in a body and in a stream (no markup in the content).
+A forced choice over numeric parameters ends with a valid call within 64 tokens in every
+format, and a call cut by ``max_tokens`` is reported alike in the body and the stream."""
 
 from __future__ import annotations
 
@@ -8,11 +10,15 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import pytest
 from fastapi.testclient import TestClient
 
 from mlxcel.app import create_app
+from mlxcel.chat.forced_choice import marker_speller, markup_counter
+from mlxcel.chat.tool_calls import tool_format_of
 from mlxcel.config import ServerConfig
+from mlxcel.engine.model import load_model
 from mlxcel.engine.worker import Engine, EngineConfig
 
 from .family_fixtures import FAMILY_DIRS, HELLO_FAMILIES, MODELS, SCRIPTED_BY_NAME
@@ -107,3 +113,84 @@ def test_hello_is_plain_text(served: tuple[str, TestClient]) -> None:
     assert choice["finish_reason"] == "stop", (fmt, choice)
     assert choice["message"]["content"] == SCRIPTED_BY_NAME["hello"]["reply"]
     assert not choice["message"].get("tool_calls")
+
+
+def _function(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": properties, "required": list(properties)}}}
+
+
+# The issue's case: numbers used to run to max_tokens ({"a": 2111111111...).
+NUMERIC_TOOLS = [_function("get_weather", {"city": {"type": "string"},
+                                           "days": {"type": "integer"}}),
+                 _function("add", {"a": {"type": "number"}, "b": {"type": "number"}})]
+SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in NUMERIC_TOOLS}
+CHOICES: dict[str, Any] = {"required": "required",
+                           "named": {"type": "function", "function": {"name": "add"}}}
+BUDGET = 64
+
+
+def forced_budget(fmt: str) -> int:
+    """64 tokens, unless the format's markup alone takes most of them on the fixture's 2k
+    vocabulary (MiniMax M3's namespaced tags: ~100 tokens for a two-argument call)."""
+    model = load_model(str(MODELS / FAMILY_DIRS[fmt]))
+    tool_format = tool_format_of(model)
+    assert tool_format is not None
+    count = markup_counter(model, tool_format, marker_speller(model))
+    markup = max(count(tool) for tool in NUMERIC_TOOLS)
+    return BUDGET if markup <= BUDGET // 2 else markup + BUDGET // 2
+
+
+def _forced(choice: str, max_tokens: int) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": "Say hello."}], "tools": NUMERIC_TOOLS,
+            "tool_choice": CHOICES[choice], "max_tokens": max_tokens, "temperature": 0}
+
+
+@pytest.mark.parametrize("choice", sorted(CHOICES))
+def test_forced_numeric_call_ends_with_a_valid_call(served: tuple[str, TestClient],
+                                                    choice: str) -> None:
+    fmt, client = served
+    budget = forced_budget(fmt)
+    body = client.post("/v1/chat/completions", json=_forced(choice, budget)).json()
+    out = body["choices"][0]
+    assert out["finish_reason"] == "tool_calls", (fmt, out)
+    assert body["usage"]["completion_tokens"] <= budget
+    [call] = out["message"]["tool_calls"]
+    name = call["function"]["name"]
+    assert choice == "required" or name == "add", (fmt, call)
+    jsonschema.validate(json.loads(call["function"]["arguments"]), SCHEMAS[name])
+    _, streamed, reason = _streamed_calls(_stream(client, _forced(choice, budget)))
+    assert reason == "tool_calls" and streamed == [(name, json.loads(
+        call["function"]["arguments"]))], fmt
+
+
+def _raw_streamed_calls(chunks: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    calls: dict[int, list[str]] = {}
+    for chunk in chunks:
+        for choice in chunk.get("choices") or []:
+            for call in (choice.get("delta") or {}).get("tool_calls") or []:
+                slot = calls.setdefault(call["index"], ["", ""])
+                slot[0] += (call.get("function") or {}).get("name") or ""
+                slot[1] += (call.get("function") or {}).get("arguments") or ""
+    return [(n, a) for _, (n, a) in sorted(calls.items())]
+
+
+@pytest.mark.parametrize("cut", [6, 12, 20])
+def test_call_cut_by_max_tokens_is_reported_alike(served: tuple[str, TestClient],
+                                                  cut: int) -> None:
+    """docs/chat.md: a call whose name was written is reported in both modes with the
+    arguments written so far and ``finish_reason: "length"``; content agrees too."""
+    fmt, client = served
+    request = _forced("named", cut)
+    out = client.post("/v1/chat/completions", json=request).json()["choices"][0]
+    chunks = _stream(client, request)
+    content = "".join((c["choices"][0]["delta"].get("content") or "") for c in chunks
+                      if c.get("choices"))
+    reasons = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
+    body_calls = [(c["function"]["name"], c["function"]["arguments"])
+                  for c in out["message"].get("tool_calls") or []]
+    assert _raw_streamed_calls(chunks) == body_calls, (fmt, out)
+    assert content == (out["message"]["content"] or ""), (fmt, out)
+    assert reasons[-1] == out["finish_reason"], fmt
+    if out["finish_reason"] == "length":
+        assert all(name == "add" for name, _ in body_calls), (fmt, body_calls)

@@ -57,8 +57,8 @@ def test_too_many_breakers_is_a_400(client: TestClient) -> None:
     body = {"prompt": "hi", "n_predict": 2, "dry_multiplier": 1.0,
             "dry_sequence_breakers": [f"b{i}" for i in range(65)]}
     response = client.post("/completion", json=body)
-    assert response.status_code == 400
-    assert response.json()["error"]["param"] == "dry_sequence_breakers"
+    assert response.status_code == 400  # in llama-server's error shape (no param)
+    assert "dry_sequence_breakers" in response.json()["error"]["message"]
 
 
 def test_breakers_are_cut_to_the_configured_length() -> None:

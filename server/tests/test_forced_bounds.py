@@ -60,7 +60,8 @@ def test_nested_arrays_and_objects_are_closed() -> None:
     items = bounded["properties"]["items"]
     assert items["maxItems"] == ARRAY_ITEMS_CAP
     assert items["items"]["additionalProperties"] is False
-    assert bounded["additionalProperties"] is True  # a declared choice is kept
+    # a declared choice is kept (other keys allowed), their values bounded (json_bounds)
+    assert "anyOf" in bounded["additionalProperties"]
     assert items["items"]["properties"]["label"]["maxLength"] >= 9  # never below minLength
     assert string_cap({"type": "string"}, 1) == MIN_STRING_CHARS
 
@@ -138,3 +139,53 @@ def test_anthropic_any_on_a_story_prompt_is_a_tool_use(client: TestClient) -> No
     message = client.post("/v1/messages", json=body).json()
     assert message["stop_reason"] == "tool_use", message
     assert [b["name"] for b in message["content"] if b["type"] == "tool_use"] == ["get_time"]
+
+
+def test_malformed_tool_schemas_are_left_to_the_grammar_engine() -> None:
+    """Wrong types in a tool schema never crash the bounds (the grammar compile then decides,
+    and a schema it refuses leaves the forced call to the instruction)."""
+    params = {"type": "object", "properties": [1], "anyOf": {"x": 1},
+              "$defs": ["y"], "minItems": "3", "items": {"type": "array", "maxItems": "x"}}
+    bounded_parameters(params, 64)
+    bounded_parameters({"type": "string", "minLength": "x"}, 64)
+
+
+@pytest.mark.parametrize("kind", ["required", "named"])
+@pytest.mark.parametrize("prompt", ["Say hello.", "Count to five."])
+def test_numeric_parameters_end_within_64_tokens(client: TestClient, kind: str,
+                                                 prompt: str) -> None:
+    """The issue's case on Hermes (qwen3-tiny): numbers used to run to max_tokens."""
+    from .test_family_serving import CHOICES, NUMERIC_TOOLS, SCHEMAS
+
+    body = {"messages": [{"role": "user", "content": prompt}], "tools": NUMERIC_TOOLS,
+            "tool_choice": CHOICES[kind], "max_tokens": 64, "temperature": 0}
+    out = client.post("/v1/chat/completions", json=body).json()
+    assert out["choices"][0]["finish_reason"] == "tool_calls", out
+    [call] = out["choices"][0]["message"]["tool_calls"]
+    jsonschema.validate(json.loads(call["function"]["arguments"]),
+                        SCHEMAS[call["function"]["name"]])
+    unbounded = client.post("/v1/chat/completions", json={k: v for k, v in body.items()
+                                                          if k != "max_tokens"}).json()
+    # No budget given: the call still ends by itself (15 integral and 10 fraction digits at
+    # most, single-digit tokens on this vocabulary: about 70 tokens for two numbers).
+    assert unbounded["choices"][0]["finish_reason"] == "tool_calls"
+    assert unbounded["usage"]["completion_tokens"] < 96
+
+
+def test_a_responses_call_cut_by_the_limit_stays_valid_history(client: TestClient) -> None:
+    """A Responses turn cut inside a forced call stores no call with broken arguments, so the
+    next turn that continues it is served (it used to be a 400 on the server's own item)."""
+    from .test_family_serving import NUMERIC_TOOLS
+
+    tools = [{"type": "function", **t["function"]} for t in NUMERIC_TOOLS]
+    for limit in (12, 16, 20):
+        first = client.post("/v1/responses", json={
+            "input": "Say hello.", "tools": tools, "tool_choice": "required",
+            "max_output_tokens": limit, "temperature": 0}).json()
+        assert first["status"] == "incomplete", first
+        for item in first["output"]:
+            if item["type"] == "function_call":
+                assert isinstance(json.loads(item["arguments"]), dict)
+        follow = client.post("/v1/responses", json={
+            "input": "Go on.", "previous_response_id": first["id"], "max_output_tokens": 4})
+        assert follow.status_code == 200, follow.text

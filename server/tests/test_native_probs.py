@@ -71,4 +71,6 @@ def test_post_sampling_probs_is_a_400(client: TestClient) -> None:
     response = client.post("/completion",
                            json={**BASE, "n_probs": 2, "post_sampling_probs": True})
     assert response.status_code == 400
-    assert response.json()["error"]["param"] == "post_sampling_probs"
+    error = response.json()["error"]  # llama-server's shape on its native route
+    assert error["code"] == 400 and error["type"] == "invalid_request_error"
+    assert "post_sampling_probs" in error["message"]

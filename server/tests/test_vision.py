@@ -312,4 +312,5 @@ def test_too_many_images_is_413(client: TestClient) -> None:
 
 
 def test_props_report_the_vision_modality(client: TestClient) -> None:
-    assert client.get("/props").json()["modalities"] == {"vision": True, "audio": False}
+    assert client.get("/props").json()["modalities"] == {"vision": True, "video": False,
+                                                         "audio": False}

@@ -3,7 +3,8 @@
 One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completions`,
 `openai_common` (usage, logprobs), `chat_semantics` (tools, reasoning, structured output),
 `errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
-`engine_checks`, `concurrency` (many streams at once), `vision` (image input), `speculative`,
+`engine_checks`, `concurrency` (many streams at once), `llama_native` and `llama_native_docs`
+(llama-server's native routes and its README's features), `vision` (image input), `speculative`,
 `speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests).
 """
 
@@ -34,6 +35,7 @@ CHECK_MODULES = (
     "engine_checks",
     "concurrency",
     "llama_native",
+    "llama_native_docs",
     "embeddings",
     "mlx_lm_fields",
     "vision",

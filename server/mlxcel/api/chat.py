@@ -1,4 +1,5 @@
-"""POST /v1/chat/completions."""
+"""POST /v1/chat/completions (and llama-server's alias /chat/completions), and the chat body's
+input-token count llama-server serves at /v1/chat/completions/input_tokens."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
     )
 
 
-@router.post("/v1/chat/completions")
-async def create_chat_completion(request: Request) -> Response:
+async def _chat_setup(request: Request
+                      ) -> tuple[AppState, ChatCompletionRequest, ChatSetup, Any]:
+    """(state, body, setup, LoRA adapter) of a chat body; the model fields checked first."""
     state = app_state(request)
     body = await parse_request(request, ChatCompletionRequest)
     adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
@@ -58,6 +60,22 @@ async def create_chat_completion(request: Request) -> Response:
     apply_template_override(model, template)
     setup = await prepare_prompt(model, to_chat_setup, body, model, state.config.defaults,
                                  server_kwargs)
+    return state, body, setup, adapter
+
+
+@router.post("/v1/chat/completions/input_tokens")
+@router.post("/chat/completions/input_tokens")
+async def count_chat_input_tokens(request: Request) -> Response:
+    """llama-server's token count of a chat body: the prompt the template renders for it."""
+    _, _, setup, _ = await _chat_setup(request)
+    return JSONResponse({"object": "response.input_tokens",
+                         "input_tokens": len(setup.generation.prompt_tokens)})
+
+
+@router.post("/v1/chat/completions")
+@router.post("/chat/completions")
+async def create_chat_completion(request: Request) -> Response:
+    state, body, setup, adapter = await _chat_setup(request)
     if adapter is not None:
         setup = dataclasses.replace(
             setup, generation=dataclasses.replace(setup.generation, adapter=adapter))

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import InvalidRequestError, MethodNotAllowed, MlxcelError, RouteNotFound, ServerError
+from ..protocol.llama_errors import LLAMA_NATIVE_PATHS, llama_error_body
 
 log = logging.getLogger("mlxcel.api")
 
@@ -42,6 +43,8 @@ def error_response(error: MlxcelError, path: str = "") -> JSONResponse:
     if path in ANTHROPIC_PATHS:
         status = error.anthropic_status or error.status
         return JSONResponse(anthropic_error_body(error, status), status_code=status)
+    if path in LLAMA_NATIVE_PATHS:
+        return JSONResponse(llama_error_body(error), status_code=error.status)
     return JSONResponse(error.to_openai(), status_code=error.status)
 
 

@@ -1,4 +1,5 @@
-"""GET /health and GET /: liveness, loading state, batch and observability counters."""
+"""GET /health (also /v1/health, as llama-server) and GET /: liveness, loading state, batch
+and observability counters."""
 
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
 
 
 @router.get("/health")
+@router.get("/v1/health")
 @router.get("/")
 async def health(request: Request) -> JSONResponse:
     state = app_state(request)

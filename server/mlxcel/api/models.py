@@ -1,4 +1,4 @@
-"""GET /v1/models: the one loaded model."""
+"""GET /v1/models (and llama-server's /models): the one loaded model."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ _STARTED = int(time.time())
 
 
 @router.get("/v1/models")
+@router.get("/models")
 async def list_models(request: Request) -> JSONResponse:
     name = app_state(request).model_name
     entry = {"id": name, "object": "model", "created": _STARTED, "owned_by": "user"}

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..engine.handle import RequestHandle
-from ..engine.request import Finished
+from ..engine.request import Finished, TokenDelta
 from ..errors import ServerError
 from ..protocol.native import (
     NativeCompletionRequest,
@@ -93,13 +93,21 @@ async def _collect(request: Request, handle: RequestHandle, run: NativeRun) -> N
 
 async def _stream(handles: list[RequestHandle], runs: list[NativeRun],
                   renderer: _FinalRenderer) -> AsyncIterator[str]:
-    """Partials (``stop: false``) then one final object per prompt; no ``[DONE]``."""
+    """Partials (``stop: false``) then one final object per prompt; no ``[DONE]``. With
+    ``return_progress``, a prompt-progress partial before the prompt is evaluated and one once
+    it is; with ``timings_per_token``, the timings so far on every partial."""
+    body = renderer.body
     try:
         for handle, run in zip(handles, runs, strict=True):
+            if body.return_progress:
+                yield data_event(run.progress())
             async for event in stream_events(handle):
+                if body.return_progress and run.first_token_at is None \
+                        and isinstance(event, TokenDelta) and event.token_ids:
+                    yield data_event(run.progress(evaluated=True))
                 run.feed(event)
                 if not isinstance(event, Finished):
-                    yield data_event(run.partial(event))
+                    yield data_event(run.partial(event, bool(body.timings_per_token)))
                 elif event.reason == "error":
                     error = {"code": 500, "message": f"generation failed: {event.error}",
                              "type": "server_error"}

@@ -9,9 +9,13 @@ and stop with ``finish_reason: length`` and no call. Before the grammar is compi
 * ``additionalProperties: false`` on objects that declare ``properties`` and say nothing else
   about extra keys (the call then holds only the declared arguments);
 * ``maxItems`` (``ARRAY_ITEMS_CAP``) on arrays without one;
-* ``maxLength`` on every free string: the string budget (``max_tokens`` less a reserve for the
-  call's markup, names and punctuation) shared among the free strings a call can hold, never
-  above a declared ``maxLength`` and never below ``MIN_STRING_CHARS``.
+* ``maxLength`` on every free string: the value budget (``max_tokens`` less the call's markup,
+  measured on the format's grammar where it spells the markup, and a reserve for names, keys
+  and punctuation) shared among the free strings and numbers a call can
+  hold, never above a declared ``maxLength`` and never below ``MIN_STRING_CHARS``;
+* the bounds of every JSON-schema grammar (``structured/json_bounds``: numbers without an
+  exponent, open values filled with bounded ones), numbers with the digits their share allows
+  (``number_caps``).
 
 llguidance honours ``maxLength``/``maxItems``, so decoding is forced to close the value. The bounds
 apply only to the grammar of a forced call; the tools the template renders are unchanged.
@@ -19,9 +23,10 @@ apply only to the grammar of a forced call; the tools the template renders are u
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Callable
 from typing import Any
 
+from ..structured.json_bounds import NumberCaps, bounded_schema, close_object, types_of, walk_schema
 from .tool_formats.base import Tools
 
 ARRAY_ITEMS_CAP = 8
@@ -33,99 +38,113 @@ RESERVE_TOKENS_PER_PROPERTY = 4
 # A byte-level BPE token spells at least one byte; a JSON string character may take a few
 # (UTF-8, escapes), so a string gets a share of the budget in characters at this rate.
 TOKENS_PER_CHAR = 2
+MIN_INTEGRAL_DIGITS = 3
 
 _CLOSED_STRING_KEYS = ("maxLength", "enum", "const", "pattern", "format")
 _BRANCH_KEYS = ("anyOf", "oneOf", "allOf")
 
 
-def _types(schema: dict[str, Any]) -> set[str]:
-    kind = schema.get("type")
-    return set(kind) if isinstance(kind, list) else {kind} if isinstance(kind, str) else set()
-
-
 def _free_string(schema: dict[str, Any]) -> bool:
-    return "string" in _types(schema) and not any(k in schema for k in _CLOSED_STRING_KEYS)
+    return "string" in types_of(schema) and not any(k in schema for k in _CLOSED_STRING_KEYS)
 
 
-def _walk(schema: Any, visit: Any) -> None:
-    """Call ``visit`` on every sub-schema (properties, items, branches), depth first."""
-    if not isinstance(schema, dict):
-        return
-    visit(schema)
-    for sub in (schema.get("properties") or {}).values():
-        _walk(sub, visit)
-    if isinstance(schema.get("items"), dict):
-        _walk(schema["items"], visit)
-    if isinstance(schema.get("additionalProperties"), dict):
-        _walk(schema["additionalProperties"], visit)
-    for key in (*_BRANCH_KEYS, "prefixItems"):
-        for sub in schema.get(key) or []:
-            _walk(sub, visit)
-    # Referenced definitions are bounded too (their share is not counted per reference).
-    for key in ("$defs", "definitions"):
-        for sub in (schema.get(key) or {}).values():
-            _walk(sub, visit)
+def _free_number(schema: dict[str, Any]) -> bool:
+    return bool(types_of(schema) & {"integer", "number"}) and "enum" not in schema \
+        and "const" not in schema
+
+
+def _int(value: Any, default: int = 0) -> int:
+    """A schema's count keyword, or ``default`` when it is not a number (llguidance then
+    refuses the schema)."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else default
+
+
+def _subs(schema: dict[str, Any], key: str) -> list[Any]:
+    value = schema.get(key)
+    if isinstance(value, dict):
+        return list(value.values())
+    return list(value) if isinstance(value, list) else []
 
 
 def _close(schema: dict[str, Any]) -> None:
-    if "properties" in schema and "additionalProperties" not in schema \
-            and "patternProperties" not in schema:
-        schema["additionalProperties"] = False
-    if "array" in _types(schema) and "maxItems" not in schema:
-        schema["maxItems"] = max(ARRAY_ITEMS_CAP, int(schema.get("minItems", 0)))
+    close_object(schema)
+    if "array" in types_of(schema) and "maxItems" not in schema:
+        schema["maxItems"] = max(ARRAY_ITEMS_CAP, _int(schema.get("minItems")))
 
 
 def _slots(schema: Any) -> tuple[int, int]:
-    """(free strings, properties) one call can hold at most, after ``_close``."""
+    """(free strings and numbers, properties) one call can hold at most, after ``_close``."""
     if not isinstance(schema, dict):
         return 0, 0
-    strings = 1 if _free_string(schema) else 0
+    values = 1 if _free_string(schema) or _free_number(schema) else 0
     properties = 0
-    for sub in (schema.get("properties") or {}).values():
+    for sub in _subs(schema, "properties"):
         s, p = _slots(sub)
-        strings, properties = strings + s, properties + p + 1
+        values, properties = values + s, properties + p + 1
     if isinstance(schema.get("additionalProperties"), dict):
         s, p = _slots(schema["additionalProperties"])
-        strings, properties = strings + s, properties + p + 1
+        values, properties = values + s, properties + p + 1
     if isinstance(schema.get("items"), dict):
         s, p = _slots(schema["items"])
-        count = int(schema.get("maxItems", ARRAY_ITEMS_CAP))
-        strings, properties = strings + count * s, properties + count * (p + 1)
+        count = _int(schema.get("maxItems"), ARRAY_ITEMS_CAP)
+        values, properties = values + count * s, properties + count * (p + 1)
     for key in _BRANCH_KEYS:
-        branches = [_slots(sub) for sub in schema.get(key) or []]
+        branches = [_slots(sub) for sub in _subs(schema, key)]
         if branches:
-            strings += max(b[0] for b in branches)
+            values += max(b[0] for b in branches)
             properties += max(b[1] for b in branches)
-    return strings, properties
+    return values, properties
 
 
-def string_cap(parameters: dict[str, Any], max_tokens: int) -> int:
-    strings, properties = _slots(parameters)
-    spare = max_tokens - MARKUP_RESERVE_TOKENS - RESERVE_TOKENS_PER_PROPERTY * properties
-    share = spare // (TOKENS_PER_CHAR * max(strings, 1))
+def string_cap(parameters: dict[str, Any], max_tokens: int,
+               markup_tokens: int = MARKUP_RESERVE_TOKENS) -> int:
+    """Characters each free value (string or number) of a call may take, once the call's
+    markup (at least ``MARKUP_RESERVE_TOKENS``) and keys are paid for."""
+    values, properties = _slots(parameters)
+    markup = max(MARKUP_RESERVE_TOKENS, markup_tokens)
+    spare = max_tokens - markup - RESERVE_TOKENS_PER_PROPERTY * properties
+    share = spare // (TOKENS_PER_CHAR * max(values, 1))
     return max(MIN_STRING_CHARS, min(MAX_STRING_CHARS, share))
 
 
-def bounded_parameters(parameters: dict[str, Any], max_tokens: int) -> dict[str, Any]:
-    bounded = copy.deepcopy(parameters)
-    _walk(bounded, _close)
-    cap = string_cap(bounded, max_tokens)
+def number_caps(share: int) -> NumberCaps:
+    """Digits for a number given ``share`` characters: about half before the point."""
+    return NumberCaps(integral=max(MIN_INTEGRAL_DIGITS, share // 2 + 1),
+                      fraction=max(1, share // 2 - 1))
 
-    def limit(schema: dict[str, Any]) -> None:
-        if _free_string(schema):
-            schema["maxLength"] = max(cap, int(schema.get("minLength", 0)))
 
-    _walk(bounded, limit)
+def _closed(parameters: dict[str, Any], caps: NumberCaps) -> dict[str, Any]:
+    bounded = bounded_schema(parameters, caps)
+    bounded.pop("x-guidance", None)  # the call's grammar sets the style at its root
+    walk_schema(bounded, _close)
     return bounded
 
 
-def bounded_tools(tools: Tools, max_tokens: int) -> Tools:
-    """Copies of ``tools`` whose parameters carry the bounds above (the originals untouched)."""
+def bounded_parameters(parameters: dict[str, Any], max_tokens: int,
+                       markup_tokens: int = MARKUP_RESERVE_TOKENS) -> dict[str, Any]:
+    # The share is counted on the closed schema (open values filled in), then applied.
+    cap = string_cap(_closed(parameters, NumberCaps()), max_tokens, markup_tokens)
+    bounded = _closed(parameters, number_caps(cap))
+
+    def limit(schema: dict[str, Any]) -> None:
+        if _free_string(schema):
+            schema["maxLength"] = max(cap, _int(schema.get("minLength")))
+
+    walk_schema(bounded, limit)
+    return bounded
+
+
+def bounded_tools(tools: Tools, max_tokens: int,
+                  markup_tokens: Callable[[dict[str, Any]], int] | None = None) -> Tools:
+    """Copies of ``tools`` whose parameters carry the bounds above (the originals untouched);
+    ``markup_tokens(tool)`` measures the markup of a call to ``tool`` where the format knows."""
     out: Tools = []
     for tool in tools:
         function = dict(tool.get("function") or {})
         params = function.get("parameters")
         if isinstance(params, dict):
-            function["parameters"] = bounded_parameters(params, max_tokens)
+            markup = markup_tokens(tool) if markup_tokens else MARKUP_RESERVE_TOKENS
+            function["parameters"] = bounded_parameters(params, max_tokens, markup)
         out.append({**tool, "function": function})
     return out

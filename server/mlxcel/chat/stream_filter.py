@@ -16,7 +16,6 @@ authoritative; a streamed call keeps its id and receives the arguments not yet s
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,13 +69,6 @@ def held_suffix(text: str, markers: list[str]) -> int:
                 best = n
                 break
     return best
-
-
-def _is_json_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False
 
 
 def _earliest(text: str, markers: list[str]) -> tuple[int, str] | None:
@@ -249,9 +241,11 @@ class ChatOutputParser:
             return
         self._stream_block(out)
 
-    def _stream_block(self, out: list[Piece]) -> None:
+    def _stream_block(self, out: list[Piece], text: str | None = None) -> None:
+        """Announce the call in the block so far (``text``, default the buffer) and send the
+        arguments it has grown since."""
         assert self._fmt is not None
-        head = self._fmt.stream_head(self._buf, self._tools)
+        head = self._fmt.stream_head(self._buf if text is None else text, self._tools)
         if head is None:
             return
         if self._streamed is None:
@@ -270,9 +264,12 @@ class ChatOutputParser:
             raws = self._fmt.parse_block(body, self._tools)
         except (MalformedCall, ValueError) as exc:
             level = logging.WARNING if complete else logging.INFO
-            log.log(level, "request %s: dropped a malformed %s tool call: %s",
-                    self._request_id, self._fmt.name, exc)
+            log.log(level, "request %s: a %s %s tool call: %s", self._request_id,
+                    "malformed" if complete else "cut", self._fmt.name, exc)
             raws = []
+        if not raws:
+            self._keep_partial(out, body)
+            return
         streamed, self._streamed = self._streamed, None
         for position, raw in enumerate(raws):
             index = len(self.calls)
@@ -284,8 +281,14 @@ class ChatOutputParser:
                 out.append(CallStart(index, call.id, call.name))
                 out.append(CallArguments(index, call.arguments))
             self.calls.append(call)
-        if not raws and streamed is not None and _is_json_object(self._streamed_args):
-            # Announced, and its arguments are whole although the block is not: keep it.
+
+    def _keep_partial(self, out: list[Piece], body: str) -> None:
+        """A block that does not parse (cut by the token limit, or malformed): the call its
+        head names is kept with the arguments text written so far, the same whether it was
+        streamed (announced piece by piece) or read whole, so both modes report it alike."""
+        self._stream_block(out, body)
+        streamed, self._streamed = self._streamed, None
+        if streamed is not None:
             self.calls.append(ParsedToolCall(streamed.id, streamed.name, self._streamed_args))
 
     def _reconcile(self, out: list[Piece], streamed: CallStart, name: str, arguments: str) -> None:

@@ -17,6 +17,7 @@ from jinja2 import TemplateError
 from ..engine.model import LoadedModel
 from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError
+from .continuation import check_continuable, cut_after
 from .multimodal import prepare_media, vision_prompt
 
 
@@ -66,22 +67,28 @@ def render_chat(
     tools: list[dict[str, Any]] | None = None,
     template_kwargs: dict[str, Any] | None = None,
     role_mapping: dict[str, str] | None = None,
+    continue_final: str | None = None,
 ) -> RenderedPrompt:
     """The prompt text and ids for ``messages`` ending in an open assistant turn;
     ``role_mapping`` (mlx-lm's) only matters for a model without a chat template. Media parts
-    (chat/multimodal.py) are a 400 on a text-only model and pixels on a VLM."""
+    (chat/multimodal.py) are a 400 on a text-only model and pixels on a VLM. With
+    ``continue_final`` (a message field, ``chat/continuation.py``) the last assistant message
+    is left open instead."""
+    continued = check_continuable(messages, continue_final) if continue_final else None
     messages, media = prepare_media(model, messages)
     if model.chat_template is None:
         if media:
             raise InvalidRequestError("The loaded model has no chat template to place images in.")
         text = plain_transcript(messages, role_mapping)
+        if continued is not None:
+            text = cut_after(text, continued)
         return RenderedPrompt(text, model.encode(text))
     kwargs = template_variables(template_kwargs)
     try:
         text = model.tokenizer.apply_chat_template(
             messages,
             tools=tools or None,
-            add_generation_prompt=True,
+            add_generation_prompt=continued is None,
             tokenize=False,
             **kwargs,
         )
@@ -93,6 +100,8 @@ def render_chat(
         ) from None
     if not isinstance(text, str):
         raise InvalidRequestError("The chat template did not produce text.")
+    if continued is not None:
+        text = cut_after(text, continued)
     if media:
         tokens, vision = vision_prompt(model, text, media)
         return RenderedPrompt(text, tokens, vision)

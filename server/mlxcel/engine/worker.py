@@ -228,8 +228,9 @@ class Engine:
                                param="adapters")
         if n_prompt >= model.context_size:
             raise ContextLengthExceeded(
-                f"the request exceeds the available context size: {n_prompt} prompt tokens, "
-                f"context size {model.context_size}"
+                f"request ({n_prompt} tokens) exceeds the available context size "
+                f"({model.context_size} tokens), try increasing it",
+                n_prompt_tokens=n_prompt, n_ctx=model.context_size,
             )
         return request
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..chat.continuation import continued_field
 from ..chat.forced_choice import forced_call_factories
 from ..chat.multimodal import image_part
 from ..chat.reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
@@ -30,6 +31,7 @@ from ..engine.model import LoadedModel
 from ..engine.request import Finished, GenerationRequest, LogitsProcessorFactory
 from ..errors import InvalidRequestError
 from ..structured.response_format import is_constraining, response_format_factories
+from ..structured.user_grammar import extra_grammar_factories
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
 
@@ -180,6 +182,11 @@ def _constraints(
             "A forced tool_choice cannot be combined with a constraining response_format.",
             param="tool_choice",
         )
+    other = "a forced tool_choice" if plan.required else \
+        "a constraining response_format" if is_constraining(request.response_format) else None
+    own = extra_grammar_factories(model, request.model_extra, other)
+    if own:
+        return own
     if plan.required and plan.tools:
         return forced_call_factories(model, fmt, plan.tools, max_tokens)
     return response_format_factories(model, request.response_format)
@@ -202,8 +209,11 @@ def to_chat_setup(
         template_messages(request), markers, bool(kwargs.get("preserve_thinking"))
     )
     messages = place_instruction(messages, plan.instruction)
+    extra = request.model_extra or {}
+    continued = continued_field(extra.get("continue_final_message"),
+                                extra.get("add_generation_prompt"))
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
-                         role_mapping=request.role_mapping)
+                         role_mapping=request.role_mapping, continue_final=continued)
     sampling = request.sampling(defaults)
     opens = prompt_opens_reasoning(prompt.text, markers)
     budget = budget_factory(model, request.thinking_budget(), opens, markers)

@@ -135,8 +135,8 @@ class ChatChunkEncoder:
         return chunks
 
     def finish(self, finished: Finished, has_calls: bool) -> dict[str, Any]:
-        """``has_calls``: the final parse found calls (a call announced in the stream whose
-        block then failed to parse does not count)."""
+        """``has_calls``: the final parse found calls (a call cut by the token limit counts:
+        its partial arguments are in the body too, and the reason is then ``length``)."""
         delta: dict[str, Any] = {}
         if (finished.completion_tokens > 0 and self._reasoning_sent and not self._content_sent
                 and not self._calls_sent):

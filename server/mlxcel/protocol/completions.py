@@ -12,7 +12,8 @@ from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
 from ..engine.request import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ..errors import InvalidRequestError
-from ..structured.response_format import response_format_factories
+from ..structured.response_format import is_constraining, response_format_factories
+from ..structured.user_grammar import extra_grammar_factories
 from .chat import finish_reason_of, new_id
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
@@ -70,6 +71,9 @@ def to_generation_requests(
     if request.best_of is not None and request.best_of > 1:
         raise InvalidRequestError("best_of > 1 is not supported.", param="best_of")
     factories = response_format_factories(model, request.response_format)
+    factories += extra_grammar_factories(
+        model, request.model_extra,
+        "a constraining response_format" if is_constraining(request.response_format) else None)
     budget = request.thinking_budget()
     request_id = new_id("cmpl-")
     return [

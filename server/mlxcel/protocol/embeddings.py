@@ -74,7 +74,8 @@ def input_token_lists(model: EncoderModel, value: EmbeddingInput, param: str) ->
         if len(ids) > model.max_tokens:
             raise ContextLengthExceeded(
                 f"input {index} has {len(ids)} tokens, more than the embedding model's "
-                f"maximum of {model.max_tokens}.", param=param)
+                f"maximum of {model.max_tokens}.", param=param, n_prompt_tokens=len(ids),
+                n_ctx=model.max_tokens)
         out.append(ids)
     return out
 

@@ -3,6 +3,7 @@ the adapters that render structured output items or blocks)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +19,22 @@ class ParsedOutput:
     calls: list[ParsedToolCall]
 
 
+def _whole_object(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except ValueError:
+        return False
+
+
 def parse_output(
     model: LoadedModel, text: str, tools: list[dict[str, Any]] | None, opens_reasoning: bool
 ) -> ParsedOutput:
+    """Reasoning, content and calls of a finished generation. Responses and Messages read
+    their output whole in both modes, so a call cut by the token limit is kept only when its
+    arguments are a whole object: a stored item must be valid input for the next turn."""
     reasoning, content = split_reasoning(model, text, opens_reasoning)
     calls: list[ParsedToolCall] = []
     if tools:
         content, calls = extract_tool_calls(model, content, tools)
+        calls = [call for call in calls if _whole_object(call.arguments)]
     return ParsedOutput(reasoning, content, calls)

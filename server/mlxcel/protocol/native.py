@@ -32,11 +32,15 @@ from ..engine.request import (
     TokenLogprob,
 )
 from ..errors import InvalidRequestError
+from ..structured.user_grammar import user_grammar_factories
 from .chat import new_id
+from .llama_settings import ParamsView, params_body
 from .timings import draft_fields, llama_timings
 from .types import INT32_MAX, Int
 
-PromptItem = str | Int | list[str | Int]
+# llama-server's JSON-object prompt: {"prompt_string": ..., "multimodal_data": [...]}.
+ObjectPrompt = dict[str, Any]
+PromptItem = str | Int | list[str | Int] | ObjectPrompt
 MAX_PROMPTS = 16
 
 
@@ -45,7 +49,7 @@ class NativeCompletionRequest(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="allow")
 
-    prompt: str | list[PromptItem]
+    prompt: str | ObjectPrompt | list[PromptItem]
     n_predict: Int | None = Field(default=None, ge=-1)
     stream: bool = False
     temperature: float | None = None
@@ -72,8 +76,11 @@ class NativeCompletionRequest(BaseModel):
     logit_bias: list[list[Any]] | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
     json_schema: Any = None
-    grammar: str | None = None
+    grammar: Any = None
     p_less: bool | None = None
+    # llama-server's stream extras: timings on every partial, prompt-progress events.
+    timings_per_token: bool | None = None
+    return_progress: bool | None = None
     # The thinking budget's three aliases (chat/thinking_budget.py); -1 = unlimited.
     thinking_budget_tokens: Int | None = None
     reasoning_budget_tokens: Int | None = None
@@ -89,11 +96,6 @@ def _check_unsupported(request: NativeCompletionRequest) -> None:
             f"response_format type {fmt!r} is not supported on /completion; use "
             "/v1/chat/completions for JSON-schema constrained decoding.",
             param="response_format",
-        )
-    if request.json_schema is not None or request.grammar:
-        field_name = "json_schema" if request.json_schema is not None else "grammar"
-        raise InvalidRequestError(
-            f"{field_name} is not supported on /completion.", param=field_name
         )
     if request.post_sampling_probs:
         raise InvalidRequestError(
@@ -123,10 +125,27 @@ def _sequence(items: list[str | int], model: LoadedModel) -> list[int]:
     return ids
 
 
+def _object_prompt(item: Any) -> Any:
+    """llama-server's ``{"prompt_string": s, "multimodal_data": [...]}`` as the string ``s``;
+    media data is a 400 (this route reads text only, and ``/props`` says so)."""
+    if not isinstance(item, dict):
+        return item
+    text = item.get("prompt_string")
+    if not isinstance(text, str):
+        raise InvalidRequestError("a prompt object needs a prompt_string string.",
+                                  param="prompt")
+    if item.get("multimodal_data"):
+        raise InvalidRequestError("multimodal_data is not supported on /completion.",
+                                  param="prompt")
+    return text
+
+
 def native_prompts(request: NativeCompletionRequest, model: LoadedModel) -> list[list[int]]:
-    """Every prompt as token ids: a string or one id/mixed sequence is one prompt; a list
-    whose items are strings or lists is several."""
-    prompt = request.prompt
+    """Every prompt as token ids: a string (or a prompt object) or one id/mixed sequence is
+    one prompt; a list whose items are strings, objects or lists is several."""
+    prompt = _object_prompt(request.prompt)
+    if isinstance(prompt, list):
+        prompt = [_object_prompt(item) for item in prompt]
     if isinstance(prompt, str):
         return [model.encode(prompt) or model.empty_prompt_tokens()]
     if not prompt:
@@ -136,13 +155,13 @@ def native_prompts(request: NativeCompletionRequest, model: LoadedModel) -> list
             raise InvalidRequestError(
                 "prompt mixes token ids with nested lists.", param="prompt"
             )
-        return [_sequence(prompt, model)]  # type: ignore[arg-type]
+        return [_sequence(prompt, model)]
     if len(prompt) > MAX_PROMPTS:
         raise InvalidRequestError(f"at most {MAX_PROMPTS} prompts per request.", param="prompt")
     if any(isinstance(p, list) and not p for p in prompt):
         raise InvalidRequestError("a token-list prompt must not be empty.", param="prompt")
     return [
-        _sequence([item] if isinstance(item, str) else list(item), model)  # type: ignore[arg-type]
+        _sequence([item] if isinstance(item, str) else list(item), model)
         or model.empty_prompt_tokens()
         for item in prompt
     ]
@@ -295,6 +314,7 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
     prompts = native_prompts(request, model) if prompts is None else prompts
     stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
     budget = requested_budget({name: getattr(request, name) for name in BUDGET_ALIASES})
+    constraint = user_grammar_factories(model, request.grammar, request.json_schema)
     request_id = new_id("cmpl-")
     return [
         GenerationRequest(
@@ -305,7 +325,7 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
             ignore_eos=bool(request.ignore_eos),
             logprobs=bool(request.n_probs),
             top_logprobs=min(request.n_probs or 0, model.vocab_size),
-            logits_processor_factories=raw_prompt_factories(model, budget, tokens),
+            logits_processor_factories=raw_prompt_factories(model, budget, tokens) + constraint,
             request_id=request_id,
         )
         for tokens in prompts
@@ -348,30 +368,54 @@ class NativeRun:
             self.finished = event
             self.ended_at = now
 
-    def partial(self, event: TokenDelta) -> dict[str, Any]:
-        chunk: dict[str, Any] = {
+    def _partial(self, text: str, tokens: list[int]) -> dict[str, Any]:
+        return {
             "index": self.index,
-            "content": event.text,
-            "tokens": list(event.token_ids),
+            "content": text,
+            "tokens": tokens,
             "stop": False,
             "id_slot": 0,
             "tokens_predicted": len(self.tokens),
             "tokens_evaluated": len(self.gen.prompt_tokens),
         }
+
+    def partial(self, event: TokenDelta, with_timings: bool = False) -> dict[str, Any]:
+        chunk = self._partial(event.text, list(event.token_ids))
+        if with_timings:  # timings_per_token: the timings so far on every partial
+            chunk["timings"] = self.timings_so_far()
         if self.gen.logprobs:
             chunk["completion_probabilities"] = completion_probabilities(event.logprobs)
         return chunk
+
+    def progress(self, evaluated: bool = False) -> dict[str, Any]:
+        """A ``return_progress`` event (llama-server's ``prompt_progress``): nothing processed
+        before the prompt is evaluated, all of it once the first token shows it was (the
+        engine does not report chunks in between). The cache share is known only at the end
+        (``timings.cache_n``)."""
+        total = len(self.gen.prompt_tokens)
+        elapsed = (time.perf_counter() - self.started) * 1e3 if evaluated else 0.0
+        chunk = self._partial("", [])
+        chunk["prompt_progress"] = {"total": total, "cache": 0,
+                                    "processed": total if evaluated else 0, "time_ms": elapsed}
+        return chunk
+
+    def timings_so_far(self) -> dict[str, Any]:
+        now = time.perf_counter()
+        first = self.first_token_at or now
+        return llama_timings(len(self.gen.prompt_tokens), (first - self.started) * 1e3,
+                             len(self.tokens), (now - first) * 1e3)
 
     def timings(self) -> dict[str, Any]:
         """Prompt time runs from submission to the first generated token (queue wait and
         prefill included); predicted time from there to the end."""
         assert self.finished is not None and self.ended_at is not None
         first = self.first_token_at or self.ended_at
-        prompt_n = self.finished.prompt_tokens
+        cached = self.finished.cached_tokens
+        prompt_n = self.finished.prompt_tokens - cached
         predicted_n = self.finished.completion_tokens
         prompt_ms = (first - self.started) * 1e3
         predicted_ms = (self.ended_at - first) * 1e3
-        timings = llama_timings(prompt_n, prompt_ms, predicted_n, predicted_ms)
+        timings = llama_timings(prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n=cached)
         draft = self.finished.draft
         if draft is not None and draft.rounds > 0:  # a drafter ran: its four counters too
             timings.update(draft_fields(draft))
@@ -396,7 +440,7 @@ class NativeRun:
             "truncated": False,
             "stop_type": stop_type_of(self.finished),
             "stopping_word": self.finished.stop_string or "",
-            "tokens_cached": 0,
+            "tokens_cached": self.finished.cached_tokens,
             "timings": self.timings(),
             **({"completion_probabilities": self.probabilities}
                if self.gen.logprobs and not streamed else {}),
@@ -416,29 +460,17 @@ def completion_probabilities(items: tuple[TokenLogprob, ...]) -> list[dict[str, 
 
 def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest,
                         model_name: str, n_ctx: int) -> dict[str, Any]:
-    """The settings the request actually ran with (llama-server's ``generation_settings``)."""
+    """The settings the request actually ran with (llama-server's ``generation_settings``: its
+    ``params`` fields, with ``n_ctx`` and ``model`` as its README lists them)."""
     s = gen.sampling
-    return {
-        "n_ctx": n_ctx,
-        "model": model_name,
-        "n_predict": gen.max_tokens,
-        "seed": -1 if s.seed is None else s.seed,
-        "temperature": s.temperature,
-        "top_k": s.top_k,
-        "top_p": s.top_p,
-        "min_p": s.min_p,
-        "repeat_last_n": s.repetition_context_size,
-        "repeat_penalty": s.repetition_penalty,
-        "presence_penalty": s.presence_penalty,
-        "frequency_penalty": s.frequency_penalty,
-        "dry_multiplier": s.dry_multiplier,
-        "dry_base": s.dry_base,
-        "dry_allowed_length": s.dry_allowed_length,
-        "dry_penalty_last_n": _pick(request.dry_penalty_last_n,
-                                    s.dry_penalty_last_n or -1),
-        "stop": list(gen.stop),
-        "ignore_eos": gen.ignore_eos,
-        "stream": request.stream,
-        "cache_prompt": _pick(request.cache_prompt, True),
-        "n_probs": gen.top_logprobs,
-    }
+    view = ParamsView(
+        sampling=s, n_predict=gen.max_tokens, repeat_last_n=s.repetition_context_size,
+        dry_penalty_last_n=_pick(request.dry_penalty_last_n, s.dry_penalty_last_n or -1),
+        stop=list(gen.stop), ignore_eos=gen.ignore_eos, stream=request.stream,
+        n_probs=gen.top_logprobs, grammar=request.grammar if isinstance(request.grammar, str)
+        else "", timings_per_token=bool(request.timings_per_token),
+        dry_sequence_breakers=list(request.dry_sequence_breakers
+                                   if request.dry_sequence_breakers is not None
+                                   else DEFAULT_STRING_BREAKERS))
+    return {"n_ctx": n_ctx, "model": model_name, **params_body(view),
+            "cache_prompt": _pick(request.cache_prompt, True)}

@@ -59,7 +59,8 @@ def rerank_pairs(model: EncoderModel, query: str, docs: list[str]
         if len(ids) > model.max_tokens:
             raise ContextLengthExceeded(
                 f"query plus document {index} is {len(ids)} tokens, more than the rerank "
-                f"model's maximum of {model.max_tokens}.", param="documents")
+                f"model's maximum of {model.max_tokens}.", param="documents",
+                n_prompt_tokens=len(ids), n_ctx=model.max_tokens)
     return pairs
 
 

@@ -23,6 +23,7 @@ from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 from ..engine.model import LoadedModel
 from ..engine.request import LogitsProcessor, LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from .json_bounds import JSON_STYLE, NumberCaps, bounded_schema
 
 # Keyed by the model's tokenizer object itself (weakly): an id() could be reused by the next
 # model loaded after this one is freed.
@@ -93,16 +94,11 @@ def compile_grammar(model: LoadedModel, grammar: str, param: str) -> CompiledGra
     return CompiledGrammar(tokenizer, grammar)
 
 
-# Whitespace as models write JSON (and no free-form runs a weak model can loop in).
-JSON_STYLE: dict[str, Any] = {
-    "whitespace_flexible": False,
-    "item_separator": ", ",
-    "key_separator": ": ",
-}
-
-
-def json_schema_grammar(schema: dict[str, Any]) -> str:
-    return LLMatcher.grammar_from_json_schema(schema, defaults=JSON_STYLE)  # type: ignore[arg-type]
+def json_schema_grammar(schema: dict[str, Any], caps: NumberCaps | None = None) -> str:
+    """The grammar of ``schema`` with bounded numbers, values and whitespace
+    (``json_bounds``)."""
+    bounded = bounded_schema(schema, caps)
+    return LLMatcher.grammar_from_json_schema(bounded, defaults=JSON_STYLE)  # type: ignore[arg-type]
 
 
 def lark_grammar(lark: str) -> str:

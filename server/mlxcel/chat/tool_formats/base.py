@@ -48,8 +48,6 @@ class ToolFormat:
     end: str | None = None
     alt_starts: tuple[str, ...] = ()  # more texts that open a block
     keep_start: bool = False  # the opening text is part of the body (bare JSON formats)
-    # Wire shape is a JSON object in a fixed wrapper: forced tool choice can be grammar-bound.
-    json_wire: bool = False
 
     @property
     def starts(self) -> tuple[str, ...]:
@@ -69,7 +67,8 @@ class ToolFormat:
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
         """A Lark grammar (llguidance) for one forced call, or None if not expressible.
-        ``spell`` writes a marker as a Lark terminal (a special token or a quoted string)."""
+        ``tools`` carry bounded parameters (``chat/forced_bounds``); ``spell`` writes text as
+        Lark terminals (added tokens by id, the rest quoted). Pieces: ``grammar.py``."""
         return None
 
 
@@ -229,35 +228,6 @@ def coerced_arguments(pairs: list[tuple[str, str]], tools: Tools, name: str) -> 
 def one_of_names_lark(tools: Tools) -> str:
     names = [str((t.get("function") or {}).get("name", "")) for t in tools]
     return " | ".join(json.dumps(n) for n in names if n)
-
-
-# -- forced-call grammars for JSON-wire formats -------------------------------------------
-
-def call_schema(tools: Tools, arguments_key: str = "arguments") -> dict[str, object]:
-    """JSON schema of ``{"name": f, "arguments": params(f)}`` over the declared functions, in
-    the JSON style models write (llguidance's ``x-guidance`` options)."""
-    options = []
-    for tool in tools:
-        function = tool.get("function") or {}
-        params = function.get("parameters") or {"type": "object"}
-        options.append({
-            "type": "object",
-            "properties": {"name": {"const": function.get("name")}, arguments_key: params},
-            "required": ["name", arguments_key],
-            "additionalProperties": False,
-        })
-    schema = options[0] if len(options) == 1 else {"anyOf": options}
-    return {**schema, "x-guidance": JSON_STYLE_OPTIONS}
-
-
-def json_call_lark(tools: Tools, opening: str, closing: str) -> str:
-    """Lark: ``opening`` + one JSON call object + ``closing``. Markers are Lark terminals, so a
-    special token such as ``<tool_call>`` is spelled as its text and llguidance matches it."""
-    schema = call_schema(tools)
-    return f"start: {opening} call {closing}\ncall: %json {json.dumps(schema)}\n"
-
-
-JSON_STYLE_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
 def list_of_calls(text: str) -> list[RawCall]:

@@ -6,7 +6,16 @@ from __future__ import annotations
 import json
 import re
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools, arguments_text, json_value_prefix
+from .base import (
+    MalformedCall,
+    RawCall,
+    Spell,
+    ToolFormat,
+    Tools,
+    arguments_text,
+    json_value_prefix,
+)
+from .grammar import json_call_lark
 
 _SINGLE = re.compile(r"\s*([A-Za-z0-9_.\-]+)\s*\n\s*Action Input:\s*", re.DOTALL)
 
@@ -38,6 +47,11 @@ class CommandRFormat(ToolFormat):
             calls.append(RawCall(name, json.dumps(action.get("parameters") or {},
                                                   ensure_ascii=False)))
         return calls
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return json_call_lark(tools, spell("Action: ```json\n["), spell("]\n```"),
+                              arguments_key="parameters", name_key="tool_name")
 
 
 FORMAT = CommandRFormat()

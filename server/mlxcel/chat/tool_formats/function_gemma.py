@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .base import RawCall, ToolFormat, Tools
+from .base import RawCall, Spell, ToolFormat, Tools
+from .grammar import gemma_call_lark
 from .loose_call import parse_loose_call
 
 
@@ -17,6 +18,10 @@ class FunctionGemmaFormat(ToolFormat):
 
     def parse_block(self, body: str, tools: Tools) -> list[RawCall]:
         return [parse_loose_call(body, "<escape>", tools)]
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return gemma_call_lark(tools, spell, self.start, self.end, "<escape>")
 
 
 FORMAT = FunctionGemmaFormat()

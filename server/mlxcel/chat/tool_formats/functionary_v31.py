@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools, arguments_text
+from .base import MalformedCall, RawCall, Spell, ToolFormat, Tools, arguments_text
+from .grammar import wrapped_arguments_lark
 
 _HEAD = re.compile(r"([^>\s]+)>")
 
@@ -22,6 +23,11 @@ class FunctionaryV31Format(ToolFormat):
         if match is None:
             raise MalformedCall("expected <function=NAME>")
         return [RawCall(match.group(1), arguments_text(body[match.end():].strip() or None))]
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return wrapped_arguments_lark(tools, spell, lambda name: f"<function={name}>",
+                                      "</function>")
 
 
 FORMAT = FunctionaryV31Format()

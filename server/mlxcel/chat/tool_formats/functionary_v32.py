@@ -3,7 +3,16 @@ pseudo-function ``all`` carries plain text."""
 
 from __future__ import annotations
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools, arguments_text, json_value_prefix
+from .base import (
+    MalformedCall,
+    RawCall,
+    Spell,
+    ToolFormat,
+    Tools,
+    arguments_text,
+    json_value_prefix,
+)
+from .grammar import wrapped_arguments_lark
 
 
 class FunctionaryV32Format(ToolFormat):
@@ -27,6 +36,10 @@ class FunctionaryV32Format(ToolFormat):
         if not calls:
             raise MalformedCall("no call after >>>")
         return calls
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return wrapped_arguments_lark(tools, spell, lambda name: f">>>{name}\n")
 
 
 FORMAT = FunctionaryV32Format()

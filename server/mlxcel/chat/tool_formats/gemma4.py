@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .base import RawCall, ToolFormat, Tools
+from .base import RawCall, Spell, ToolFormat, Tools
+from .grammar import gemma_call_lark
 from .loose_call import parse_loose_call
 
 
@@ -16,6 +17,10 @@ class Gemma4Format(ToolFormat):
 
     def parse_block(self, body: str, tools: Tools) -> list[RawCall]:
         return [parse_loose_call(body, '<|"|>', tools)]
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return gemma_call_lark(tools, spell, self.start, self.end, '<|"|>')
 
 
 FORMAT = Gemma4Format()

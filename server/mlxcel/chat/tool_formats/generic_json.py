@@ -3,7 +3,8 @@ templates that declare tools without any marker of their own."""
 
 from __future__ import annotations
 
-from .base import RawCall, StreamHead, ToolFormat, Tools, json_stream_head, list_of_calls
+from .base import RawCall, Spell, StreamHead, ToolFormat, Tools, json_stream_head, list_of_calls
+from .grammar import json_call_lark
 
 
 class GenericJsonFormat(ToolFormat):
@@ -20,6 +21,10 @@ class GenericJsonFormat(ToolFormat):
 
     def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         return json_stream_head(body) if body.startswith("{") else None
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return json_call_lark(tools, "", "")
 
 
 FORMAT = GenericJsonFormat()

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .base import RawCall, ToolFormat, Tools
+from .base import RawCall, Spell, ToolFormat, Tools
+from .grammar import keyed_call_lark
 from .xml_pairs import name_then_pairs, tagged_pairs
 
 
@@ -18,6 +19,13 @@ class Glm47Format(ToolFormat):
     def parse_block(self, body: str, tools: Tools) -> list[RawCall]:
         pairs = tagged_pairs(body, "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
         return [name_then_pairs(body, "<arg_key>", pairs, tools)]
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return keyed_call_lark(
+            tools, spell, opening=lambda name: f"<tool_call>{name}\n",
+            key=lambda key: f"<arg_key>{key}</arg_key>\n<arg_value>",
+            after_value="</arg_value>\n", closing="</tool_call>")
 
 
 FORMAT = Glm47Format()

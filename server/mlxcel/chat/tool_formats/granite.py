@@ -3,7 +3,8 @@ generation (optionally wrapped in ``<response>``)."""
 
 from __future__ import annotations
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools, list_of_calls
+from .base import MalformedCall, RawCall, Spell, ToolFormat, Tools, list_of_calls
+from .grammar import json_call_lark
 
 
 class GraniteFormat(ToolFormat):
@@ -18,6 +19,10 @@ class GraniteFormat(ToolFormat):
         if not text:
             raise MalformedCall("empty tool call")
         return list_of_calls(text)
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return json_call_lark(tools, f'{spell(self.start)} "["', '"]"')
 
 
 FORMAT = GraniteFormat()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools, arguments_text
+from .base import MalformedCall, RawCall, Spell, ToolFormat, Tools, arguments_text
+from .grammar import wrapped_arguments_lark
 
 _HEAD = re.compile(r"([A-Za-z0-9_.\-]+)\s*(?:<\|constrain\|>\s*json\s*)?<\|message\|>", re.DOTALL)
 
@@ -25,6 +26,12 @@ class HarmonyFormat(ToolFormat):
         if match is None:
             raise MalformedCall("expected NAME<|message|>")
         return [RawCall(match.group(1), arguments_text(body[match.end():].strip() or None))]
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        # The call ends at <|call|>, an end-of-generation token the grammar leaves to the model.
+        return wrapped_arguments_lark(
+            tools, spell, lambda name: f"{self.start}{name} <|constrain|>json<|message|>")
 
 
 FORMAT = HarmonyFormat()

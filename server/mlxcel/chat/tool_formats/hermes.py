@@ -9,17 +9,16 @@ from .base import (
     StreamHead,
     ToolFormat,
     Tools,
-    json_call_lark,
     json_stream_head,
     name_arguments_call,
 )
+from .grammar import json_call_lark
 
 
 class HermesFormat(ToolFormat):
     name = "hermes"
     start = "<tool_call>"
     end = "</tool_call>"
-    json_wire = True
 
     def detect(self, template: str) -> bool:
         return "<tool_call>" in template

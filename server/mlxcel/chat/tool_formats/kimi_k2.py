@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools, arguments_text
+from .base import MalformedCall, RawCall, Spell, ToolFormat, Tools, arguments_text
+from .grammar import wrapped_arguments_lark
 
 _CALL = re.compile(r"<\|tool_call_begin\|>\s*(?:functions\.)?([^:<\s]+)(?::\d+)?\s*"
                    r"<\|tool_call_argument_begin\|>(.*?)<\|tool_call_end\|>", re.DOTALL)
@@ -24,6 +25,14 @@ class KimiK2Format(ToolFormat):
         if not calls:
             raise MalformedCall("no complete call in the section")
         return calls
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return wrapped_arguments_lark(
+            tools, spell,
+            lambda name: f"{self.start}<|tool_call_begin|>functions.{name}:0"
+                         "<|tool_call_argument_begin|>",
+            f"<|tool_call_end|>{self.end}")
 
 
 FORMAT = KimiK2Format()

@@ -13,6 +13,7 @@ from .base import (
     json_stream_head,
     list_of_calls,
 )
+from .grammar import json_call_lark
 
 
 class Llama3Format(ToolFormat):
@@ -20,7 +21,6 @@ class Llama3Format(ToolFormat):
     start = "<|python_tag|>"
     alt_starts = ('{"name"',)
     keep_start = True
-    json_wire = True
 
     def detect(self, template: str) -> bool:
         return "<|python_tag|>" in template or ("<|eot_id|>" in template and
@@ -43,12 +43,7 @@ class Llama3Format(ToolFormat):
         return json_stream_head(self._body(body))
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
-        import json
-
-        from .base import call_schema
-
-        schema = call_schema(tools, arguments_key="parameters")
-        return f"start: {spell(self.start)} call\ncall: %json {json.dumps(schema)}\n"
+        return json_call_lark(tools, spell(self.start), "", arguments_key="parameters")
 
 
 FORMAT = Llama3Format()

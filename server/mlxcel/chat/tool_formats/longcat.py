@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .base import RawCall, ToolFormat, Tools
+from .base import RawCall, Spell, ToolFormat, Tools
+from .grammar import keyed_call_lark
 from .xml_pairs import name_then_pairs, tagged_pairs
 
 
@@ -19,6 +20,13 @@ class LongcatFormat(ToolFormat):
         pairs = tagged_pairs(body, "<longcat_arg_key>", "</longcat_arg_key>",
                              "<longcat_arg_value>", "</longcat_arg_value>")
         return [name_then_pairs(body, "<longcat_arg_key>", pairs, tools)]
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return keyed_call_lark(
+            tools, spell, opening=lambda name: f"<longcat_tool_call>{name}\n",
+            key=lambda key: f"<longcat_arg_key>{key}</longcat_arg_key>\n<longcat_arg_value>",
+            after_value="</longcat_arg_value>\n", closing="</longcat_tool_call>")
 
 
 FORMAT = LongcatFormat()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools, coerced_arguments
+from .base import MalformedCall, RawCall, Spell, ToolFormat, Tools, coerced_arguments
+from .grammar import keyed_call_lark
 from .xml_pairs import strip_newline_edges
 
 _INVOKE = re.compile(r'<invoke name="([^"]+)">(.*?)</invoke>', re.DOTALL)
@@ -22,6 +23,19 @@ def parse_invokes(body: str, tools: Tools) -> list[RawCall]:
     return calls
 
 
+def invoke_lark(tools: Tools, spell: Spell, open_tag: str, close_tag: str) -> str:
+    """The forced-call grammar of the MiniMax XML, its tags opened with ``open_tag`` (``<`` or
+    the M3 namespace) and closed with ``close_tag``."""
+    return keyed_call_lark(
+        tools, spell,
+        opening=lambda name: f'{open_tag}minimax:tool_call>\n{open_tag}invoke name="{name}">\n'
+        if open_tag == "<" else f'{open_tag}tool_call>\n{open_tag}invoke name="{name}">\n',
+        key=lambda key: f'{open_tag}parameter name="{key}">',
+        after_value=f"{close_tag}parameter>\n",
+        closing=f"{close_tag}invoke>\n{close_tag}minimax:tool_call>" if open_tag == "<"
+        else f"{close_tag}invoke>\n{close_tag}tool_call>")
+
+
 class MinimaxM2Format(ToolFormat):
     name = "minimax_m2"
     start = "<minimax:tool_call>"
@@ -32,6 +46,10 @@ class MinimaxM2Format(ToolFormat):
 
     def parse_block(self, body: str, tools: Tools) -> list[RawCall]:
         return parse_invokes(body, tools)
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return invoke_lark(tools, spell, "<", "</")
 
 
 FORMAT = MinimaxM2Format()

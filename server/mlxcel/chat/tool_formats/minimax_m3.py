@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from .base import RawCall, ToolFormat, Tools
-from .minimax_m2 import parse_invokes
+from .base import RawCall, Spell, ToolFormat, Tools
+from .minimax_m2 import invoke_lark, parse_invokes
 
 NS = "]<]minimax[>["
 
@@ -19,6 +19,10 @@ class MinimaxM3Format(ToolFormat):
 
     def parse_block(self, body: str, tools: Tools) -> list[RawCall]:
         return parse_invokes(body.replace(f"<{NS}", "<").replace(f"</{NS}", "</"), tools)
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return invoke_lark(tools, spell, f"<{NS}", f"</{NS}")
 
 
 FORMAT = MinimaxM3Format()

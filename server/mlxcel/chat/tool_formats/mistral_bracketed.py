@@ -8,12 +8,14 @@ import re
 from .base import (
     MalformedCall,
     RawCall,
+    Spell,
     StreamHead,
     ToolFormat,
     Tools,
     arguments_text,
     json_value_prefix,
 )
+from .grammar import wrapped_arguments_lark
 
 _HEAD = re.compile(r"\s*([A-Za-z0-9_.\-]+)\[ARGS\]")
 
@@ -48,6 +50,10 @@ class MistralBracketedFormat(ToolFormat):
         if match is None:
             return None
         return StreamHead(match.group(1), json_value_prefix(body[match.end():])[0])
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return wrapped_arguments_lark(tools, spell, lambda name: f"[TOOL_CALLS]{name}[ARGS]")
 
 
 FORMAT = MistralBracketedFormat()

@@ -10,16 +10,15 @@ from .base import (
     StreamHead,
     ToolFormat,
     Tools,
-    json_call_lark,
     json_stream_head,
     list_of_calls,
 )
+from .grammar import json_call_lark
 
 
 class MistralNemoFormat(ToolFormat):
     name = "mistral_nemo"
     start = "[TOOL_CALLS]"
-    json_wire = True
 
     def detect(self, template: str) -> bool:
         return "[TOOL_CALLS]" in template and "[ARGS]" not in template

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 import json
 
-from .base import MalformedCall, RawCall, ToolFormat, Tools
+from .base import MalformedCall, RawCall, Spell, ToolFormat, Tools
+from .grammar import keyed_call_lark, python_value
 
 
 def _call_name(node: ast.expr) -> str:
@@ -48,6 +49,12 @@ class PythonicFormat(ToolFormat):
 
     def parse_block(self, body: str, tools: Tools) -> list[RawCall]:
         return parse_pythonic(body)
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return keyed_call_lark(
+            tools, spell, opening=lambda name: f"{self.start}[{name}(", key=lambda key: f"{key}=",
+            after_value="", closing=f")]{self.end}", separator=", ", value=python_value)
 
 
 FORMAT = PythonicFormat()

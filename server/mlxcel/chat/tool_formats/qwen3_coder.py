@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 
-from .base import MalformedCall, RawCall, StreamHead, ToolFormat, Tools, coerced_arguments
+from .base import MalformedCall, RawCall, Spell, StreamHead, ToolFormat, Tools, coerced_arguments
+from .grammar import keyed_call_lark
 from .xml_pairs import strip_newline_edges
 
-_FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|$)", re.DOTALL)
-_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|$)",
+_FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)",
                         re.DOTALL)
 
 
@@ -51,6 +52,13 @@ class Qwen3CoderFormat(ToolFormat):
             return StreamHead(name, "")
         full = coerced_arguments(pairs, tools, name)
         return StreamHead(name, full[:-1])  # everything but the closing brace
+
+
+    def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
+        return keyed_call_lark(
+            tools, spell, opening=lambda name: f"<tool_call>\n<function={name}>\n",
+            key=lambda key: f"<parameter={key}>\n", after_value="\n</parameter>\n",
+            closing="</function>\n</tool_call>")
 
 
 FORMAT = Qwen3CoderFormat()
