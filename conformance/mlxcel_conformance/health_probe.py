@@ -3,13 +3,15 @@
 ``HealthProbe`` polls ``GET /health`` from a background thread, each probe on a fresh
 connection (what a load balancer or a second client sees: accept, parse, answer), and keeps
 every latency; any status is an answer, and a probe that gets none within its timeout counts
-at the timeout.
+at the timeout. A probe is a plain socket exchange: an HTTP client library would add its own
+setup to every measurement (creating an ``httpx`` client loads a TLS context, ~60 ms here).
 ``server_rss_bytes`` reads a local process's resident memory (Linux ``/proc``, else ``ps``).
 """
 
 from __future__ import annotations
 
 import math
+import socket
 import subprocess
 import threading
 import time
@@ -17,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 HEALTH_PATH = "/health"
 
@@ -85,14 +86,9 @@ class HealthProbe:
     def probe_once(self) -> float:
         """One probe on a new connection; its latency in ms (the timeout when unanswered)."""
         start = time.perf_counter()
-        ok = False
-        try:
-            # Any status is an answer: /health says 503 "no slot available" while every slot
-            # is busy (the reference's and llama-server's documented semantics).
-            httpx.get(self.base_url + self.path, headers=self.headers, timeout=self.timeout_s)
-            ok = True
-        except httpx.HTTPError:
-            pass
+        # Any status is an answer: /health says 503 "no slot available" while every slot is
+        # busy (the reference's and llama-server's documented semantics).
+        ok = http_status(self.base_url, self.path, self.headers, self.timeout_s) is not None
         elapsed = (time.perf_counter() - start) * 1e3
         with self._lock:
             self._latencies.append(elapsed if ok else max(elapsed, self.timeout_s * 1e3))
@@ -104,6 +100,31 @@ class HealthProbe:
             values, failures = list(self._latencies), self._failures
         return LatencyStats(len(values), percentile(values, 0.50), percentile(values, 0.99),
                             max(values, default=0.0), failures)
+
+
+def http_status(base_url: str, path: str, headers: dict[str, str], timeout_s: float
+                ) -> int | None:
+    """GET ``path`` on a new connection and read the answer's head; its status, or None when
+    there is none (refused, reset, timed out, not HTTP)."""
+    parts = urlsplit(base_url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
+             *(f"{k}: {v}" for k, v in headers.items())]
+    deadline = time.monotonic() + timeout_s
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            answer = b""
+            while b"\r\n\r\n" not in answer:  # the status line and headers are the answer
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+                sock.settimeout(max(0.01, deadline - time.monotonic()))
+    except OSError:
+        return None
+    head = answer.split(b"\r\n", 1)[0].split()
+    return int(head[1]) if len(head) >= 2 and head[1].isdigit() else None
 
 
 def idle_latency(base_url: str, seconds: float = 1.5) -> LatencyStats:
