@@ -19,6 +19,7 @@ from .audio.gate import AudioOnlyGate
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
 from .http_server import install_accept_error_limiter
+from .memory import trim_after_large_bodies
 
 
 def family_routers() -> list[APIRouter]:
@@ -41,12 +42,14 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         install_accept_error_limiter(asyncio.get_running_loop())
+        trimmer = asyncio.create_task(trim_after_large_bodies())
         # An audio-only server (--audio-model) loads no text model at all.
         if engine.state == "loading" and not engine.started and not config.audio_model:
             engine.start()
         try:
             yield
         finally:  # also when a router's lifespan (an image or audio model's load) fails
+            trimmer.cancel()
             engine.stop()
 
     app = FastAPI(

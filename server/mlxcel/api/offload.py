@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from .. import limits
+from ..memory import note_body
 from ..protocol.body import parse_body
 
 T = TypeVar("T")
@@ -51,6 +52,7 @@ async def off_loop(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 async def parse_request(request: Request, model: type[M]) -> M:
     """The request's JSON body as ``model`` (read on the loop, parsed and validated off it)."""
     raw = await request.body()
+    note_body(len(raw))
     return await off_loop(parse_body, model, raw)
 
 
