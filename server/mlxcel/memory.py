@@ -27,9 +27,14 @@ _pending = False
 
 def note_body(size: int) -> None:
     """Record that a body of ``size`` bytes was read (a trim follows a large one)."""
-    global _pending
     if size >= TRIM_AFTER_BYTES:
-        _pending = True
+        request_trim()
+
+
+def request_trim() -> None:
+    """Ask for a trim at the next interval (e.g. after the prompt cache was emptied)."""
+    global _pending
+    _pending = True
 
 
 def _malloc_trim() -> Callable[[], object] | None:
