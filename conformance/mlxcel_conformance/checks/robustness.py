@@ -53,11 +53,13 @@ def check_health_within_budget(stats: LatencyStats, budget_ms: float, during: st
 
 @check("answered_in_time", severity=Severity.CRITICAL,
        description="Every hostile request gets an answer within its bound")
-def check_answered_in_time(outcomes: Sequence[Outcome]) -> None:
+def check_answered_in_time(outcomes: Sequence[Outcome], health: LatencyStats | None = None
+                           ) -> None:
     silent = [o for o in outcomes if o.status is None]
     if silent:
         fail("answered_in_time", f"{len(silent)} request(s) got no answer: {silent[0].label} "
-             f"({silent[0].detail})", outcomes=[o.to_evidence() for o in silent])
+             f"({silent[0].detail})", outcomes=[o.to_evidence() for o in outcomes],
+             health=health.to_evidence() if health is not None else None)
 
 
 @check("no_server_error", severity=Severity.HIGH,

@@ -88,7 +88,7 @@ def judge(outcomes: list[Outcome], probe_: HealthProbe, budget: float, during: s
     """A hang first, then /health, then 5xx: the most severe failure is the one reported."""
     request.node.mlxcel_checks = ["answered_in_time", "health_within_budget", "no_server_error"]
     note(request, probe_.stats(), idle, outcomes)
-    check_answered_in_time(outcomes)
+    check_answered_in_time(outcomes, probe_.stats())
     check_health_within_budget(probe_.stats(), budget, during, idle, outcomes)
     check_no_server_error(outcomes)
 
@@ -192,7 +192,7 @@ def test_refused_batch_leaves_no_work(
         with probe(target) as watching:
             outcomes = send_all(target, [variant] * BATCHES, BATCH_BOUND_S, BATCHES)
         note(request, watching.stats(), idle, outcomes)
-        check_answered_in_time(outcomes)
+        check_answered_in_time(outcomes, watching.stats())
         check_health_within_budget(watching.stats(), budget_ms, variant.label, idle, outcomes)
         if not any(o.status in BUSY for o in outcomes):
             continue  # every request admitted: nothing was refused, nothing to leave behind
