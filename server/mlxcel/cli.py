@@ -35,6 +35,7 @@ from .media.policy import (
     MediaPolicy,
     policy_from_settings,
 )
+from .memory import limit_malloc_arenas
 from .observability import start_metrics_server
 
 
@@ -449,6 +450,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    limit_malloc_arenas()  # before any thread starts (memory.py)
     parser = build_parser()
     args = parser.parse_args(argv)
     _refuse_unavailable_backends(parser, args)

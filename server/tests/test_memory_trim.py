@@ -33,3 +33,11 @@ def test_malloc_trim_is_found_on_glibc_or_absent() -> None:
     trim = memory._malloc_trim()
     if trim is not None:
         trim()  # returns memory; must not raise
+
+
+def test_arenas_are_capped_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert memory.limit_malloc_arenas() is False  # the operator's setting wins
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    applied = memory.limit_malloc_arenas()
+    assert applied is (memory._libc_function("mallopt") is not None)
