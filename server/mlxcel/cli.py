@@ -157,6 +157,9 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
     add("--dry-breaker-chars", type=int, default=d.dry_breaker_chars,
         help=f"characters kept of each string DRY breaker, as llama.cpp cuts them (default "
         f"{d.dry_breaker_chars})")
+    add("--max-logit-bias", type=int, default=d.max_logit_bias,
+        help=f"most logit_bias entries per request; more is 400 before they are validated "
+        f"(default {d.max_logit_bias})")
     add("--max-tokenize-chars", type=int, default=d.max_tokenize_chars,
         help=f"longest text tokenized at once (a prompt, a message list as rendered, "
         f"/tokenize content); longer is 400 context_length_exceeded (default "
@@ -194,6 +197,7 @@ def request_limits(args: argparse.Namespace) -> RequestLimits:
         max_json_depth=max(2, args.max_json_depth), max_stop_strings=max(0, args.max_stop_strings),
         max_stop_chars=max(1, args.max_stop_chars), max_dry_breakers=max(0, args.max_dry_breakers),
         dry_breaker_chars=max(1, args.dry_breaker_chars),
+        max_logit_bias=max(0, args.max_logit_bias),
         max_tokenize_chars=max(1, args.max_tokenize_chars),
         max_schema_depth=max(1, args.max_schema_depth),
         prepare_threads=max(1, args.prepare_threads),
