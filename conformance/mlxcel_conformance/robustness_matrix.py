@@ -72,7 +72,7 @@ def _cell(record: dict[str, Any] | None) -> str:
     return str(record["verdict"])
 
 
-def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
+def render(servers: dict[str, dict[str, dict[str, Any]]], note: str = "") -> str:
     names = list(servers)
     lines = ["# Robustness matrix", "",
              "The suite's `robustness` family (`mlxcel-conformance --robustness -k robustness`) "
@@ -81,6 +81,7 @@ def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
              "does not serve is UNSUPPORTED there. What is judged, and why it is fair to any "
              "server, is in `conformance/mlxcel_conformance/checks/robustness.py` and "
              "[Limits and hostile clients](../limits.md).", "",
+             *([note, ""] if note else []),
              "| check | " + " | ".join(names) + " |",
              "|---|" + "---|" * len(names)]
     for feature, title in FEATURES:
@@ -105,6 +106,7 @@ def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--note", default="", help="how and where the runs were made")
     parser.add_argument("reports", nargs="+",
                         help="NAME=path/to/conformance.json[,another.json...]")
     args = parser.parse_args(argv)
@@ -113,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         name, _, paths = item.partition("=")
         servers[name] = _records([Path(p) for p in paths.split(",") if p])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "robustness.md").write_text(render(servers), encoding="utf-8")
+    (args.out / "robustness.md").write_text(render(servers, args.note), encoding="utf-8")
     (args.out / "robustness.json").write_text(json.dumps(servers, indent=1) + "\n",
                                               encoding="utf-8")
 

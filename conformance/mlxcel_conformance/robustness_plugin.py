@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from .checks.robustness import health_floor
 from .errors import ConformanceFailure
 from .health_probe import HealthProbe, LatencyStats, idle_latency, server_rss_bytes
 from .report import Record, Verdict
@@ -61,14 +62,20 @@ class WatchResult:
     server_errors: Counter[int] = field(default_factory=Counter)
     idle: LatencyStats | None = None  # /health before the run, with nothing else sent
     rss_before_reset: int | None = None  # after the run, before the prompt cache was emptied
+    # The slowest probes: latency in ms and the test that was running when each started.
+    slowest: list[tuple[float, str]] = field(default_factory=list)
+    control: LatencyStats | None = None  # the control responder over the whole run
 
     def problems(self) -> list[str]:
         found = []
-        floor = self.idle.p99_ms if self.idle is not None else 0.0
+        floor = health_floor(self.idle, self.control)
         if self.health.failures or self.health.p99_ms > self.budget_ms + floor:
+            control = f", control p99 {self.control.p99_ms:.0f} ms" if self.control else ""
             found.append(f"/health p99 {self.health.p99_ms:.0f} ms over the run "
                          f"({self.health.failures} unanswered); budget {self.budget_ms:.0f} ms "
-                         f"above the idle p99 of {floor:.0f} ms")
+                         f"above {floor:.0f} ms (idle p99 "
+                         f"{self.idle.p99_ms if self.idle else 0:.0f} ms{control})"
+                         f"{self._where()}")
         if self.rss_start and self.rss_end and self.rss_end > self.rss_start * (1 + self.tolerance):
             found.append(f"resident memory {self.rss_end / 2**20:.0f} MiB after the run, "
                          f"{self.rss_start / 2**20:.0f} MiB at its start")
@@ -76,25 +83,35 @@ class WatchResult:
             found.append(f"{sum(self.server_errors.values())} 5xx answers in the server log")
         return found
 
+    def _where(self) -> str:
+        if not self.slowest:
+            return ""
+        return "; slowest probes: " + ", ".join(f"{ms:.0f} ms during {during}"
+                                                for ms, during in self.slowest[:3])
+
     def evidence(self) -> dict[str, Any]:
         def mib(value: int | None) -> float | None:
             return None if value is None else round(value / 2**20, 1)
 
         return {"health": self.health.to_evidence(), "budget_ms": self.budget_ms,
                 "idle": self.idle.to_evidence() if self.idle is not None else None,
+                "control": self.control.to_evidence() if self.control is not None else None,
                 "rss_start_mib": mib(self.rss_start), "rss_end_mib": mib(self.rss_end),
                 "rss_before_cache_reset_mib": mib(self.rss_before_reset),
-                "server_errors": {str(k): v for k, v in sorted(self.server_errors.items())}}
+                "server_errors": {str(k): v for k, v in sorted(self.server_errors.items())},
+                "slowest_probes": [{"ms": round(ms, 1), "during": during}
+                                   for ms, during in self.slowest]}
 
     def summary(self) -> str:
         ev = self.evidence()
-        idle = ev["idle"] or {}
+        idle, control = ev["idle"] or {}, ev["control"] or {}
         return (f"robustness watch: /health p50 {ev['health']['p50_ms']} ms, p99 "
                 f"{ev['health']['p99_ms']} ms, max {ev['health']['max_ms']} ms over "
                 f"{ev['health']['probes']} probes (idle p50 {idle.get('p50_ms')} ms, p99 "
-                f"{idle.get('p99_ms')} ms); RSS {ev['rss_start_mib']} -> "
+                f"{idle.get('p99_ms')} ms; control p99 {control.get('p99_ms')} ms); "
+                f"RSS {ev['rss_start_mib']} -> "
                 f"{ev['rss_before_cache_reset_mib']} MiB after the run, {ev['rss_end_mib']} MiB "
-                f"with the prompt cache emptied; 5xx {ev['server_errors'] or 0}")
+                f"with the prompt cache emptied; 5xx {ev['server_errors'] or 0}{self._where()}")
 
 
 def server_errors_in_log(target: Target, offset: int = 0) -> Counter[int]:
@@ -148,6 +165,7 @@ def run_watch(request: pytest.FixtureRequest) -> Iterator[None]:
     log_offset = target.log_path.stat().st_size if target.log_path and target.log_path.exists() \
         else 0
     probe = HealthProbe(target.base_url, interval_s=0.1)
+    timeline = _TIMELINE
     with probe:
         yield
     time.sleep(SETTLE_S)
@@ -157,12 +175,31 @@ def run_watch(request: pytest.FixtureRequest) -> Iterator[None]:
     result = WatchResult(probe.stats(), float(config.getoption("--health-budget-ms")),
                          rss_start, server_rss_bytes(pid) if pid else None,
                          float(config.getoption("--rss-tolerance")),
-                         server_errors_in_log(target, log_offset), idle, rss_raw)
+                         server_errors_in_log(target, log_offset), idle, rss_raw,
+                         [(ms, running_at(timeline, began)) for began, ms in probe.slowest()],
+                         probe.control_stats())
     config.stash[_WATCH_KEY] = result
     _record(config, result)
 
 
 _WATCH_KEY = pytest.StashKey[WatchResult]()
+# (time.monotonic(), test name) at the start of each test of the run.
+_TIMELINE: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    del location
+    _TIMELINE.append((time.monotonic(), nodeid.rsplit("::", 1)[-1]))
+
+
+def running_at(timeline: list[tuple[float, str]], moment: float) -> str:
+    """The test that had started last at ``moment`` (``"start"`` before the first)."""
+    name = "start"
+    for began, test in timeline:
+        if began > moment:
+            break
+        name = test
+    return name
 _EVIDENCE_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 
 
