@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,6 +133,63 @@ def test_probes_and_requests_to_nobody_are_outcomes_not_exceptions() -> None:
     assert probe.stats().failures == probe.stats().samples >= 1
     outcome = send(Target("http://127.0.0.1:9"), HostileRequest("x", "chat", "/", b"{}"), 1.0)
     assert outcome.status is None and outcome.detail
+
+
+class _SlowHealth:
+    """A server whose every answer takes ``delay_s`` (what a stalled event loop looks like)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.delay_s, self.done = delay_s, threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.done.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            time.sleep(self.delay_s)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            conn.close()
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_the_probe_process_times_the_server_and_the_control() -> None:
+    slow = _SlowHealth(0.15)
+    try:
+        with HealthProbe(slow.url, interval_s=0.01) as probe:
+            time.sleep(0.6)
+    finally:
+        slow.close()
+    health, control = probe.stats(), probe.control_stats()
+    assert health.samples >= 2 and health.failures == 0 and health.p50_ms >= 140
+    assert control is not None and control.samples >= 2
+    assert control.p50_ms < 100  # the control answers at once: the server's delay is its own
+    with rejects("health_within_budget"):
+        check_health_within_budget(health, 100, "x", control=control)
+    assert probe.slowest(1)[0][1] == health.max_ms
+
+
+def test_a_busy_suite_process_does_not_delay_the_probes() -> None:
+    slow = _SlowHealth(0.0)
+    try:
+        with HealthProbe(slow.url, interval_s=0.01) as probe:
+            deadline = time.monotonic() + 0.5
+            while time.monotonic() < deadline:  # the interpreter lock held in long slices
+                json.dumps(list(range(300_000)))
+    finally:
+        slow.close()
+    assert probe.stats().samples >= 5
 
 
 def _report(tmp: Path, name: str, records: list[dict[str, object]]) -> str:
