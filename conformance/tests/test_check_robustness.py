@@ -208,3 +208,19 @@ def test_the_matrix_merges_fresh_server_runs(tmp_path: Path) -> None:
     assert [c.strip() for c in whole_row.split("|")[2:4]] == ["not run", "PASS"]
     data = json.loads((tmp_path / "robustness.json").read_text())
     assert set(data) == {"peer", "ref"}
+
+
+def test_the_whole_run_judges_memory_with_a_floor_and_health_above_the_control() -> None:
+    from mlxcel_conformance.robustness_plugin import WatchResult
+
+    mib = 2**20
+    quiet = stats(20)
+    assert WatchResult(quiet, 100, 432 * mib, 470 * mib, 0.10).problems() == []
+    assert WatchResult(quiet, 100, 22 * mib, 25 * mib, 0.10).problems() == []  # 3 MiB: slack
+    leaked = WatchResult(quiet, 100, 432 * mib, 488 * mib, 0.10).problems()
+    assert len(leaked) == 1 and "488 MiB" in leaked[0]
+    noisy = WatchResult(stats(250), 100, None, None, idle=stats(5), control=stats(180))
+    assert noisy.problems() == []  # the machine added as much to the control
+    stalled = WatchResult(stats(250), 100, None, None, idle=stats(5), control=stats(20),
+                          slowest=[(900.0, "test_x")])
+    assert len(stalled.problems()) == 1 and "900 ms during test_x" in stalled.problems()[0]
