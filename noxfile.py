@@ -129,9 +129,10 @@ def peers(session: nox.Session) -> None:
 
 @nox.session
 def bench_peers(session: nox.Session) -> None:
-    """The load sweep against every peer on the same model, one after another: combined
-    docs/benchmarks/peers.{json,md,png}. llama-server with ``-- --llama-server PATH``, vllm-mlx
-    with ``-- --vllm-mlx PATH``."""
+    """Servers side by side on the same weights, all running at once, interleaved rounds, on
+    the tiny and bench fixtures: docs/benchmarks/peers.{json,md,png} and the ratio table against
+    issue 21's targets. llama-server with ``-- --llama-server PATH``, vllm-mlx with
+    ``-- --vllm-mlx PATH``; see ``python -m benchmarks.peers --help``."""
     session.install("-e", ".[dev,peers,bench]")
     session.run("python", "-m", "benchmarks.peers", "--out", "docs/benchmarks", *session.posargs)
 

@@ -1,198 +1,259 @@
-"""Peers side by side (``nox -s bench_peers``): the same streaming-chat concurrency sweep
-(``benchmarks.load``) against every peer server, one at a time, on the same model, in one run.
+"""Servers side by side (``nox -s bench_peers``): mlxcel-server, mlx_lm.server and llama-server
+(plus vllm-mlx when given) on the same fixture weights, mlxcel as it ships (MLX) and as
+``mlxcel+numpy`` (``--numpy-decode``), all running at once, measured in
+interleaved rounds; publishes ``docs/benchmarks/peers.{json,md,png}`` and prints the ratios
+against issue 21's targets.
 
-    python -m benchmarks.peers --out docs/benchmarks [--llama-server PATH] [--vllm-mlx PATH]
-        [--peers mlxcel,mlx-lm,llama-server] [--levels 1,4,8] [--max-tokens 32] [--model DIR]
+    python -m benchmarks.peers --llama-server PATH [--fixtures tiny,bench] [--rounds 5]
+        [--levels 1,8,32] [--out docs/benchmarks]
 
-Each peer is started by the conformance launchers (``mlxcel_conformance.peers.launchers``, so
-llama-server gets the same GGUF conversion), with as many slots as the highest level and no API
-key, warmed with one short request, swept, and stopped before the next starts (vllm-mlx's
-requests also carry ``model``, which it requires; see ``request_fields``). Writes
-``peers.json`` (every level of every peer, plus the machine and the settings), ``peers.png``
-(aggregate tok/s and TTFT p50 against concurrency, one line per server) and ``peers.md`` (the
-ratio table against the reference server). A peer that will not start, or whose requests fail,
-is recorded with its error count and log tail; the run goes on.
+How a skeptic would want it measured:
+
+- **All servers up at once, rounds interleaved.** Each round runs every level on every server,
+  the servers' order reversed every other round, so a slow minute on this shared machine
+  falls on all of them. Ratios are taken within a round and reported as the median (and
+  range) over rounds; tok/s as the median (and range).
+- **Long levels.** Each client sends requests back to back until the level has generated at
+  least ``--min-tokens`` (several seconds of decode), two requests per client at least.
+- **The same work.** Greedy, a fixed output length (``ignore_eos`` where a server supports it;
+  mlx_lm.server does not, so its requests may stop early: tokens produced are reported), the
+  same prompts in the same order for every server, each one unique (a number in front) so no
+  server answers from a prompt cache.
+- **The same counting.** One client (``stream_client``): tokens from the stream's ``usage``
+  where the server reports it, else token-bearing events; TTFT to the first token-bearing
+  event; inter-token gaps between them; errors counted, never silently dropped.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import asyncio
 import json
-import os
+import math
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from mlxcel_conformance.errors import SetupError
-from mlxcel_conformance.peers.launchers import Peer, PeerProcess, make_peer
+from . import peers_report as report
+from .bench_servers import KNOWN, VARIANTS, RunningServer, public_command, start_all
+from .fixture import fixture_path, parameter_count
+from .load import PROMPT, percentile
+from .stream_client import StreamResult, stream_post
 
-from .load import sweep
-
-BASELINE = "mlxcel"
-
-
-def slots_args(name: str, slots: int) -> list[str]:
-    """Server flags that give ``slots`` concurrent sequences (the conformance run uses 4)."""
-    if name == "mlxcel":
-        return ["--parallel", str(slots), "--max-queue", str(16 * slots)]
-    if name == "llama-server":
-        # The context is divided among the slots: keep 1024 tokens per slot.
-        return ["-np", str(slots), "-c", str(1024 * slots)]
-    return []  # mlx_lm.server: --decode-concurrency 32 by default; vllm-mlx batches itself
+DEFAULT_BLAS = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
+# Output length and the least tokens a level generates, per fixture: the tiny model's steps
+# are ~0.5 ms (per-step overhead), the bench model's 5-50 ms (compute).
+FIXTURES = {"tiny": {"max_tokens": 256, "min_tokens": 8192},
+            "bench": {"max_tokens": 128, "min_tokens": 1536}}
 
 
-def request_fields(name: str, model_dir: Path) -> dict[str, Any]:
-    """Fields added to every benchmark request body for this peer.
-
-    vllm-mlx answers a chat request without ``model`` with 422, so it gets the name it serves
-    (``--served-model-name``, the model directory's name). The others get none: mlx_lm.server
-    loads any ``model`` other than its default as a local path or Hugging Face Hub repository.
-    """
-    return {"model": model_dir.name} if name == "vllm-mlx" else {}
+def chat_request(prompt: str, max_tokens: int, fields: dict[str, Any]) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+            "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True},
+            **fields}
 
 
-def bench_peer(peer: Peer, workdir: Path, levels: list[int], max_tokens: int,
-               per_worker: int) -> dict[str, Any]:
-    bench = dataclasses.replace(peer, api_key=None,
-                                extra_args=slots_args(peer.name, max(levels)))
-    started = PeerProcess(bench, workdir / peer.name)
-    entry: dict[str, Any] = {"name": peer.name, "version": peer.version(), "levels": []}
-    extra = request_fields(peer.name, peer.model_dir)
-    if extra:
-        entry["request_fields"] = extra
+def requests_per_client(level: int, max_tokens: int, min_tokens: int) -> int:
+    return max(2, math.ceil(min_tokens / (level * max_tokens)))
+
+
+def summarize_level(results: list[StreamResult], wall: float, level: int) -> dict[str, Any]:
+    """One server at one level in one round."""
+    ttfts = [r.ttft for r in results if r.ttft is not None]
+    gaps = [g for r in results for g in r.gaps]
+    tokens = sum(r.tokens for r in results if r.ok)
+    errors = [r.error or f"status {r.status}" for r in results if not r.ok]
+    return {
+        "level": level, "requests": len(results), "errors": len(errors),
+        "error_samples": sorted(set(errors))[:3], "tokens": tokens,
+        "tokens_per_request": round(tokens / max(len(results) - len(errors), 1), 1),
+        "counted_by": sorted({r.counted_by for r in results if r.ok}),
+        "wall_s": round(wall, 3), "tok_per_s": round(tokens / wall, 2) if wall else 0.0,
+        "ttft_p50": percentile(ttfts, 0.5), "ttft_p95": percentile(ttfts, 0.95),
+        "itl_p50": percentile(gaps, 0.5), "itl_p95": percentile(gaps, 0.95),
+    }
+
+
+async def run_level(server: RunningServer, level: int, per_client: int, max_tokens: int,
+                    tag: str) -> dict[str, Any]:
+    fields = server.spec.fields
+
+    async def client(index: int) -> list[StreamResult]:
+        out = []
+        for k in range(per_client):
+            prompt = f"{tag}-{index * per_client + k}. {PROMPT}"
+            out.append(await stream_post("127.0.0.1", server.port, "/v1/chat/completions",
+                                         chat_request(prompt, max_tokens, fields)))
+        return out
+
+    cpu0 = server.cpu_s()
+    started = time.perf_counter()
+    batches = await asyncio.gather(*(client(i) for i in range(level)))
+    wall = time.perf_counter() - started
+    row = summarize_level([r for batch in batches for r in batch], wall, level)
+    row["server_cpu_ms_per_token"] = round(
+        1000 * (server.cpu_s() - cpu0) / max(row["tokens"], 1), 3)
+    return row
+
+
+def loadavg() -> list[float]:
     try:
-        started.start()
-    except SetupError as exc:
-        entry["error"] = f"did not start: {exc}"
-        entry["log_tail"] = started.log_tail()
-        print(f"[{peer.name}] {entry['error']}", flush=True)
-        return entry
-    try:
-        print(f"[{peer.name}] {' '.join(started.command)}", flush=True)
-        sweep(started.base_url, [1], 8, 1, extra)  # warm up: first-request compilation, caches
-        entry["levels"] = sweep(started.base_url, levels, max_tokens, per_worker, extra)
-        if not started.alive():
-            entry["error"] = f"exited with code {started.exit_code()} during the sweep"
-            entry["log_tail"] = started.log_tail()
-    finally:
-        started.stop()
-    return entry
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
 
 
-def ratio_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per level and peer: tok/s and TTFT p50 as a multiple of the baseline's."""
-    by_peer = {p["name"]: {lv["concurrency"]: lv for lv in p["levels"]} for p in results["peers"]}
-    base = by_peer.get(BASELINE, {})
+def one_round(servers: list[RunningServer], levels: list[int], index: int, max_tokens: int,
+              min_tokens: int) -> list[dict[str, Any]]:
     rows = []
-    for name, levels in by_peer.items():
-        for level, row in sorted(levels.items()):
-            ref = base.get(level)
-            tok = row["tok_per_s"] / ref["tok_per_s"] if ref and ref["tok_per_s"] else None
-            ttft = (row["ttft_p50"] / ref["ttft_p50"]
-                    if ref and ref["ttft_p50"] and row["ttft_p50"] else None)
-            rows.append({"peer": name, "concurrency": level, "tok_per_s": row["tok_per_s"],
-                         "ttft_p50_ms": None if row["ttft_p50"] is None
-                         else round(row["ttft_p50"] * 1000, 1),
-                         "errors": row["errors"], "requests": row["requests"],
-                         "tok_per_s_vs_mlxcel": None if tok is None else round(tok, 2),
-                         "ttft_vs_mlxcel": None if ttft is None else round(ttft, 2)})
+    order = servers if index % 2 == 0 else servers[::-1]
+    for level in levels:
+        per_client = requests_per_client(level, max_tokens, min_tokens)
+        for server in order:
+            tag = f"r{index}c{level}"  # the same prompts for every server in this round
+            row = asyncio.run(run_level(server, level, per_client, max_tokens, tag))
+            row.update(server=server.name, round=index, loadavg=loadavg(),
+                       alive=server.alive())
+            rows.append(row)
+            print(f"  round {index + 1} c={level:<3} {server.name:<13} {row['tok_per_s']:>9.1f} "
+                  f"tok/s  ttft p50 {(row['ttft_p50'] or 0) * 1e3:7.1f} ms  itl p50 "
+                  f"{(row['itl_p50'] or 0) * 1e3:6.2f} ms  tokens/req "
+                  f"{row['tokens_per_request']:6.1f}  errors {row['errors']}", flush=True)
     return rows
 
 
-def _cell(value: Any, suffix: str = "") -> str:
-    return "—" if value is None else f"{value}{suffix}"
+def warm_up(servers: list[RunningServer], levels: list[int]) -> None:
+    """One short request per client at every level: compilation and first-use costs."""
+    for server in servers:
+        for level in levels:
+            asyncio.run(run_level(server, level, 1, 16, f"warm{level}"))
 
 
-def ratio_markdown(results: dict[str, Any]) -> str:
-    lines = ["| server | streams | tok/s | TTFT p50 | errors | tok/s vs mlxcel | TTFT vs mlxcel |",
-             "|---|---|---|---|---|---|---|"]
-    for row in ratio_rows(results):
-        lines.append(
-            f"| {row['peer']} | {row['concurrency']} | {row['tok_per_s']} | "
-            f"{_cell(row['ttft_p50_ms'], ' ms')} | {row['errors']}/{row['requests']} | "
-            f"{_cell(row['tok_per_s_vs_mlxcel'], '×')} | {_cell(row['ttft_vs_mlxcel'], '×')} |")
-    for peer in results["peers"]:
-        if peer.get("error"):
-            lines.append(f"\n{peer['name']}: {peer['error']}")
-    return "\n".join(lines) + "\n"
+def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
+                  executables: dict[str, str | None], workdir: Path) -> dict[str, Any]:
+    model = Path(fixture_path(fixture)).resolve()
+    levels = [int(x) for x in args.levels.split(",")]
+    max_tokens = args.max_tokens or FIXTURES[fixture]["max_tokens"]
+    min_tokens = args.min_tokens or FIXTURES[fixture]["min_tokens"]
+    blas = None if args.blas == "none" else args.blas
+    if blas and not Path(blas).exists():
+        print(f"[{fixture}] {blas} not found: MLX servers use the wheel's reference BLAS")
+        blas = None
+    servers = start_all(names, model, max(levels), blas=blas, executables=executables,
+                        gguf_cache=args.gguf_cache, logdir=workdir / fixture,
+                        extra_args={k: v.split() for k, v in _pairs(args.args).items()},
+                        extra_env=_environments(args))
+    entry: dict[str, Any] = {
+        "model": model.name, "parameters": parameter_count(model), "levels": levels,
+        "max_tokens": max_tokens, "min_tokens": min_tokens, "blas_preload": blas,
+        "servers": {s.name: {"command": public_command(s.spec.command), "version": s.version,
+                             "request_fields": s.spec.fields} for s in servers},
+        "runs": [], "loadavg_before": loadavg(),
+    }
+    try:
+        warm_up(servers, levels)
+        for index in range(args.rounds):
+            print(f"[{fixture}] round {index + 1}/{args.rounds}, load {loadavg()}", flush=True)
+            entry["runs"] += one_round(servers, levels, index, max_tokens, min_tokens)
+        entry["cpu_s_total"] = {s.name: round(s.cpu_s(), 1) for s in servers}
+        for server in servers:
+            if not server.alive():
+                entry["servers"][server.name]["exited"] = server.log_tail()
+    finally:
+        for server in servers:
+            server.stop()
+    entry["loadavg_after"] = loadavg()
+    entry["summary"] = report.summarize(entry)
+    return entry
 
 
-def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
+def default_servers(executables: dict[str, str | None]) -> list[str]:
+    """mlxcel twice, as it ships (MLX) and with its opt-in NumPy decode kernel
+    (``mlxcel+numpy``, ``--numpy-decode``); mlx_lm.server; and the others whose path is given:
+    llama-server twice, with its default threads and with one (``-t 1``: on a 2-core machine
+    shared with a client and other servers its second thread's spinning cost it several times
+    its speed; the targets take the better of the two in each round)."""
+    names = ["mlxcel", "mlxcel+numpy", "mlx-lm"]
+    if executables.get("llama-server"):
+        names += ["llama-server", "llama-server@t1"]
+    if executables.get("vllm-mlx"):
+        names.append("vllm-mlx")
+    return names
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, (tok_ax, ttft_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for peer in results["peers"]:
-        rows = peer["levels"]
-        if not rows:
-            continue
-        xs = [r["concurrency"] for r in rows]
-        tok_ax.plot(xs, [r["tok_per_s"] for r in rows], "o-", label=peer["name"])
-        ttft_ax.plot(xs, [(r["ttft_p50"] or float("nan")) * 1000 for r in rows], "o-",
-                     label=peer["name"])
-    for ax, label in ((tok_ax, "aggregate tok/s"), (ttft_ax, "TTFT p50 (ms)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("concurrent streams")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(f"{results['model']}: {results['max_tokens']} tokens per request, "
-                 f"{results['machine']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+def _pairs(items: list[str]) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in items)
+
+
+def _environments(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """Per-server environment: ``--pythonpath SERVER=PATH`` and ``--env SERVER=NAME=VALUE``."""
+    out: dict[str, dict[str, str]] = {}
+    for server, path in _pairs(args.pythonpath).items():
+        out.setdefault(server, {})["PYTHONPATH"] = path
+    for item in args.env:
+        server, _, assignment = item.partition("=")
+        name, _, value = assignment.partition("=")
+        out.setdefault(server, {})[name] = value
+    return out
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers",
                                      description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
-    parser.add_argument("--peers", default=None,
-                        help="comma list (default: mlxcel, mlx-lm, plus llama-server / "
-                        "vllm-mlx when their path is given)")
+    parser.add_argument("--fixtures", default="tiny,bench")
+    parser.add_argument("--servers", default=None,
+                        help=f"comma list of {', '.join(KNOWN)}, or a variant: "
+                        f"{', '.join(VARIANTS)} (default: mlxcel, mlxcel+numpy, mlx-lm, and "
+                        "llama-server / vllm-mlx when their path is given)")
     parser.add_argument("--llama-server", default=None, help="path of a llama-server binary")
-    parser.add_argument("--vllm-mlx", default=None, help="path of the vllm-mlx script")
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the bundled qwen3 fixture)")
-    parser.add_argument("--levels", default="1,4,8")
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--per-worker", type=int, default=2)
-    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--vllm-mlx", default=None, help="path of vllm-mlx's script")
+    parser.add_argument("--levels", default="1,8,32")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--max-tokens", type=int, default=0, help="0: per fixture")
+    parser.add_argument("--min-tokens", type=int, default=0,
+                        help="tokens each level generates at least (0: per fixture)")
+    parser.add_argument("--blas", default=DEFAULT_BLAS,
+                        help="LD_PRELOAD for the MLX servers ('none': the wheel's BLAS)")
+    parser.add_argument("--args", action="append", default=[], metavar="SERVER=FLAGS",
+                        help="extra flags for one server, e.g. 'llama-server=-t 2' "
+                        "(a server may be named kind@label to run twice: mlxcel@base)")
+    parser.add_argument("--pythonpath", action="append", default=[], metavar="SERVER=PATH",
+                        help="PYTHONPATH of one server, e.g. another mlxcel checkout's server/")
+    parser.add_argument("--env", action="append", default=[], metavar="SERVER=NAME=VALUE",
+                        help="an environment variable of one server, e.g. "
+                        "'mlxcel@one=MLXCEL_NUMPY_THREADS=1'")
+    parser.add_argument("--gguf-cache", type=Path,
+                        default=Path.home() / ".cache" / "mlxcel" / "bench-models")
+    parser.add_argument("--workdir", type=Path, default=None, help="server logs")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from mlxcel.bundled import bundled_model_path
-
     executables = {"llama-server": args.llama_server, "vllm-mlx": args.vllm_mlx}
-    names = args.peers.split(",") if args.peers else [BASELINE, "mlx-lm"] + [
-        name for name, path in executables.items() if path]
-    model = (args.model or bundled_model_path()).resolve()
-    levels = [int(x) for x in args.levels.split(",")]
+    names = args.servers.split(",") if args.servers else default_servers(executables)
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="mlxcel-bench-peers-"))).resolve()
     results: dict[str, Any] = {
-        "model": model.name, "levels": levels, "max_tokens": args.max_tokens,
-        "per_worker": args.per_worker, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                               time.gmtime()),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-        "peers": [],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": report.machine(),
+        "command": " ".join(["python -m benchmarks.peers",
+                             *public_command(sys.argv[1:] if argv is None else argv)]),
+        "python": platform.python_version(), "rounds": args.rounds, "fixtures": {},
     }
-    for name in names:
-        peer = make_peer(name.strip(), model, executables.get(name.strip()))
-        results["peers"].append(bench_peer(peer, workdir, levels, args.max_tokens,
-                                           args.per_worker))
-    results["ratios"] = ratio_rows(results)
+    for fixture in args.fixtures.split(","):
+        results["fixtures"][fixture] = bench_fixture(fixture, names, args, executables,
+                                                     workdir)
+    results["targets"] = report.targets(results)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "peers.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "peers.md").write_text(ratio_markdown(results))
-    plot(results, args.out / "peers.png")
-    print(ratio_markdown(results))
-    print(f"wrote {args.out / 'peers.json'}, peers.md, peers.png")
+    (args.out / "peers.json").write_text(json.dumps(results, indent=1) + "\n")
+    (args.out / "peers.md").write_text(report.markdown(results))
+    report.plot(results, args.out / "peers.png")
+    print(report.target_table(results["targets"]))
+    print(f"wrote {args.out / 'peers.json'}, peers.md, peers.png (server logs in {workdir})")
     return 0
 
 

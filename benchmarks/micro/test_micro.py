@@ -11,9 +11,9 @@ import pytest
 
 from mlxcel.engine.detokenizer import IncrementalDetokenizer
 from mlxcel.engine.penalties import build_logits_processors
-from mlxcel.engine.request import SamplingParams
 from mlxcel.engine.sampling import RequestSampler
 from mlxcel.engine.stops import StopMatcher
+from mlxcel.generation import SamplingParams
 
 MODEL = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny"
 VOCAB = 2048

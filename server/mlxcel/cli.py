@@ -324,6 +324,17 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
         help="on MLX's CPU backend, keep mlx-lm's SwiGLU and decode attention instead of "
         "mlxcel's vectorized ones (bit-identical to mlx-lm, slower at large batches) "
         "[env MLXCEL_CPU_KERNELS=0]")
+    add("--numpy-decode", action="store_true",
+        default=_env("MLXCEL_NUMPY_DECODE", "0") == "1",
+        help="on MLX's CPU backend (Linux), decode llama-family models with mlxcel's NumPy "
+        "forward pass instead of MLX (a CPU kernel that bypasses MLX for prompt reading and "
+        "decode steps; greedy tokens equal, logprobs within 1e-4; see benchmarks/README.md) "
+        "[env MLXCEL_NUMPY_DECODE=1]")
+    add("--stream-interval-ms", type=float,
+        default=float(_env("MLXCEL_STREAM_INTERVAL_MS", "1") or 1),
+        help="let a stream's tokens gather this long between socket writes (default 1; 0 "
+        "sends each token as it is generated; the first token and the end go at once) "
+        "[env MLXCEL_STREAM_INTERVAL_MS]")
 
 
 SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "prompt-lookup")
@@ -363,6 +374,8 @@ def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfi
         draft_max=max(0, args.draft_max),
         prompt_lookup=args.spec_type in ("ngram-simple", "prompt-lookup"),
         cpu_kernels=args.cpu_kernels,
+        numpy_decode=args.numpy_decode,
+        stream_interval_ms=max(0.0, args.stream_interval_ms),
     )
     # under mlx.launch: one request at a time, no prompt cache (see engine/distributed.py)
     return engine if sharding_group() is None else sharded_engine_config(engine)

@@ -79,8 +79,8 @@ def test_queue_pop_skips_blocked_requests_keeping_their_place() -> None:
 
     from mlxcel.engine.adapters import needs_solo_lane
     from mlxcel.engine.handle import RequestHandle
-    from mlxcel.engine.request import GenerationRequest
     from mlxcel.engine.scheduler import PrefillQueue
+    from mlxcel.generation import GenerationRequest
 
     loop = asyncio.new_event_loop()
     try:

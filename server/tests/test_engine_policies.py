@@ -13,9 +13,9 @@ from mlx_lm.models.cache import KVCache
 from mlxcel.engine.handle import RequestHandle
 from mlxcel.engine.loop_detection import FAMILY_DEFAULT, OFF, parse_env, resolve, tail_loops
 from mlxcel.engine.prompt_cache import PromptCache, disabled_stats
-from mlxcel.engine.request import GenerationRequest, LoopDetection
 from mlxcel.engine.scheduler import PrefillQueue
 from mlxcel.errors import ServerBusy
+from mlxcel.generation import GenerationRequest, LoopDetection
 
 LOOP = LoopDetection(max_pattern_size=3, min_pattern_size=1, min_count=3)
 

@@ -8,9 +8,9 @@ import mlx.core as mx
 import pytest
 
 from mlxcel.engine.penalties import build_logits_processors
-from mlxcel.engine.request import SamplingParams
 from mlxcel.engine.sampling import RequestSampler, _p_less, _top_k, _xtc, check_logit_bias
 from mlxcel.errors import InvalidRequestError
+from mlxcel.generation import SamplingParams
 
 VOCAB = 8
 

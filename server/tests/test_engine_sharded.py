@@ -14,8 +14,8 @@ from mlx_lm.generate import BatchGenerator
 
 from mlxcel.engine import distributed, worker
 from mlxcel.engine.model import LoadedModel
-from mlxcel.engine.request import Finished, GenerationRequest, SamplingParams, TokenDelta
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.generation import Finished, GenerationRequest, SamplingParams, TokenDelta
 
 
 @pytest.fixture()

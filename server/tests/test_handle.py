@@ -6,7 +6,7 @@ import asyncio
 import threading
 
 from mlxcel.engine.handle import RequestHandle
-from mlxcel.engine.request import EngineEvent, Finished, GenerationRequest, TokenDelta
+from mlxcel.generation import EngineEvent, Finished, GenerationRequest, TokenDelta
 
 
 def _request() -> GenerationRequest:
@@ -107,3 +107,35 @@ def test_a_closed_loop_cancels_the_request_instead_of_raising() -> None:
     other = RequestHandle(_request(), asyncio.new_event_loop())
     other.emit(TokenDelta("y", (2,)))  # another loop's waker is unaffected
     assert not other.cancelled
+
+
+def test_a_paced_stream_wakes_the_loop_once_per_interval_and_at_once_for_the_end() -> None:
+    """With an interval, the first token wakes the loop at once; tokens that follow within the
+    interval wait for the next wake-up (never lost, never reordered); the end always wakes."""
+
+    async def run() -> tuple[list[list[EngineEvent]], list[int]]:
+        loop = asyncio.get_running_loop()
+        handle = RequestHandle(_request(), loop, interval_s=60.0)
+        calls = count_wakeups(loop)
+        got: list[list[EngineEvent]] = []
+
+        async def consume() -> None:
+            async for batch in handle.batches():
+                got.append(batch)
+
+        consumer = asyncio.create_task(consume())
+        handle.emit(TokenDelta("a", (1,)))
+        await asyncio.sleep(0.01)  # the loop takes the first token
+        after_first = calls[0]
+        for i in range(5):
+            handle.emit(TokenDelta(str(i), (i,)))
+            await asyncio.sleep(0.005)
+        held = (calls[0], len(got))
+        handle.emit(Finished("length", 2, 6))
+        await asyncio.wait_for(consumer, 5)
+        return got, [after_first, *held, calls[0]]
+
+    got, counts = asyncio.run(run())
+    assert counts == [1, 1, 1, 2], "first token at once, the next five held, the end at once"
+    assert [[getattr(e, "text", "end") for e in batch] for batch in got] == [
+        ["a"], ["0", "1", "2", "3", "4", "end"]]

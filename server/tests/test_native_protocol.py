@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlxcel.engine.request import Finished
+from mlxcel.generation import Finished
 from mlxcel.protocol.native import stop_type_of
 
 

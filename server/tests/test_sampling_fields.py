@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mlxcel.engine.request import SamplingParams
 from mlxcel.engine.sampling import check_logit_bias
 from mlxcel.errors import InvalidRequestError
+from mlxcel.generation import SamplingParams
 from mlxcel.protocol.sampling_fields import SEED_SPACE, normalize_seed
 
 

@@ -9,15 +9,19 @@ from typing import Any
 
 from mlxcel.api.messages_stream import stream_message
 from mlxcel.api.responses_stream import stream_response
-from mlxcel.api.responses_turn import PreparedTurn
+from mlxcel.chat.output import OutputSetup
 from mlxcel.engine.handle import RequestHandle
-from mlxcel.engine.request import Finished, GenerationRequest, TokenDelta
+from mlxcel.generation import Finished, GenerationRequest, TokenDelta
 from mlxcel.protocol.anthropic import message_shell
+from mlxcel.protocol.anthropic_turn import MessagesTurn
 from mlxcel.protocol.responses import ResponsesRequest, response_body
+from mlxcel.protocol.responses_turn import PreparedTurn
 from mlxcel.responses_store import make_stores
 from mlxcel_conformance.checks.anthropic_events import check_anthropic_stream
 from mlxcel_conformance.checks.responses_events import check_responses_stream
 from mlxcel_conformance.sse import parse_sse
+
+PLAIN = OutputSetup(None, None, None, False)  # no tools, no reasoning markers
 
 
 async def _drain(make: Any) -> str:
@@ -30,7 +34,7 @@ async def _drain(make: Any) -> str:
 
 def test_responses_stream_fails_cleanly() -> None:
     body = ResponsesRequest.model_validate({"input": "hi"})
-    turn = PreparedTurn(body, [], None, [1], False)
+    turn = PreparedTurn(body, [], None, [1], PLAIN)
     skeleton = response_body("resp_1", body, "m")
     stores = make_stores(4, 60, 4, 60)
     text = asyncio.run(_drain(
@@ -43,8 +47,8 @@ def test_responses_stream_fails_cleanly() -> None:
 
 def test_anthropic_stream_fails_with_an_error_event() -> None:
     shell = message_shell("msg_1", "m", 1)
-    text = asyncio.run(_drain(
-        lambda handle: stream_message(handle, shell, None, None, False, False)))  # type: ignore[arg-type]
+    turn = MessagesTurn(GenerationRequest(prompt_tokens=(1,), max_tokens=4), PLAIN, False)
+    text = asyncio.run(_drain(lambda handle: stream_message(handle, shell, turn)))
     stream = check_anthropic_stream(parse_sse(text).events)
     assert stream.terminal == "error"
     assert stream.payloads[-1]["error"]["type"] == "api_error"

@@ -1,26 +1,29 @@
 """The server's Responses and Anthropic event encoders, checked by the suite's own state
-machines, and the streaming reasoning router against the whole-text split."""
+machines; and each family's piece encoder, fed the output parser's pieces of a text cut at
+random, gives the reasoning, text and calls the whole-text read gives (for ``<think>`` and
+Harmony's channels)."""
 
 from __future__ import annotations
 
+import json
 import random
-from types import SimpleNamespace
 
 import pytest
 
-from mlxcel.chat.reasoning import split_reasoning
+from mlxcel.chat.output import OutputSetup, read_output
+from mlxcel.chat.reasoning import HARMONY, THINK, ReasoningMarkers
+from mlxcel.chat.tool_formats import hermes
+from mlxcel.generation.pieces import Piece
 from mlxcel.protocol.anthropic_events import AnthropicEventEncoder, empty_block
-from mlxcel.protocol.reasoning_stream import ReasoningRouter
+from mlxcel.protocol.anthropic_stream import AnthropicPieceEncoder
 from mlxcel.protocol.responses_events import ResponsesEventEncoder
+from mlxcel.protocol.responses_stream import ResponsesPieceEncoder
 from mlxcel.sse import named_event
 from mlxcel_conformance.checks.anthropic_events import check_anthropic_stream
 from mlxcel_conformance.checks.responses_events import check_responses_stream
 from mlxcel_conformance.sse import parse_sse
 
 RESPONSE = {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}
-
-# A model whose template uses <think>: all split_reasoning reads of it.
-THINKING_MODEL = SimpleNamespace(chat_template="{{ '<think>' }}", tokenizer=None)
 
 
 def _events(payloads: list[dict]) -> list:
@@ -42,8 +45,8 @@ def test_responses_encoder_passes_the_suite_state_machine() -> None:
         out += enc.close_part(part)
         out.append(enc.close_item())
     out.append(enc.add_item({"id": "fc_1", "type": "function_call", "call_id": "c",
-                             "name": "f", "arguments": "{}", "status": "completed"}))
-    out += enc.arguments("{}")
+                             "name": "f", "arguments": "", "status": "in_progress"}))
+    out += [enc.arguments_delta("{"), enc.arguments_delta("}"), enc.arguments_done()]
     out.append(enc.close_item())
     done = {**RESPONSE, "status": "completed", "output": enc.output}
     out.append(enc.response_event("response.completed", done))
@@ -74,24 +77,73 @@ def test_anthropic_encoder_passes_the_suite_state_machine() -> None:
     assert enc.blocks[2]["input"] == {"a": 1}
 
 
-@pytest.mark.parametrize("text", [
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+TEXTS = [
     "<think>\n2 plus 2 equals 4.\n</think>\n\nThe answer is 4.",
     "Hello! How can I help you today?", "  <thi nope", "<think>abc", "\n\nhi",
     "<think></think>x", "<th", "",
-])
+    "<|channel|>analysis<|message|>The user greets me.<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>Hello!",
+    "<|channel|>final<|message|>Hi", "<|channel|>analysis<|message|>cut sho",
+    f"<think>\nweather\n</think>\n\n{CALL}", f"Let me look.\n{CALL}",
+    '<tool_call>\n{"name": "get_weather", "arguments": {"ci',
+]
+
+
+def _chunked(setup: OutputSetup, text: str, rng: random.Random) -> list[Piece]:
+    parser = setup.new_parser()
+    pieces: list[Piece] = []
+    position = 0
+    while position < len(text):
+        size = rng.randint(1, 4)
+        pieces += parser.feed(text[position:position + size])
+        position += size
+    return pieces + parser.finish()
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("markers", [THINK, HARMONY], ids=["think", "harmony"])
 @pytest.mark.parametrize("opens", [False, True])
-def test_router_splits_like_the_whole_text(text: str, opens: bool) -> None:
+def test_family_encoders_stream_what_the_whole_text_reads(
+    text: str, markers: ReasoningMarkers, opens: bool
+) -> None:
+    setup = OutputSetup(hermes.FORMAT, [WEATHER], markers, opens)
+    whole = read_output(setup, text)
     rng = random.Random(7)
-    for _ in range(20):
-        router = ReasoningRouter(opens)
-        segments = []
-        position = 0
-        while position < len(text):
-            size = rng.randint(1, 4)
-            segments += router.feed(text[position:position + size])
-            position += size
-        segments += router.finish()
-        reasoning = [t for k, t in segments if k == "reasoning"]
-        content = "".join(t for k, t in segments if k == "content")
-        got = ("".join(reasoning) if reasoning else None, content)
-        assert got == split_reasoning(THINKING_MODEL, text, opens)  # type: ignore[arg-type]
+    for _ in range(10):
+        pieces = _chunked(setup, text, rng)
+        responses = ResponsesPieceEncoder(_open_response())
+        list(responses.pieces(pieces))
+        list(responses.finish("completed"))
+        out = responses.enc.output
+        reasoning = [i for i in out if i["type"] == "reasoning"]
+        assert ("".join(responses.reasoning_text) if reasoning else None) == whole.reasoning
+        assert "".join(p["text"] for i in out if i["type"] == "message"
+                       for p in i["content"]) == whole.content
+        calls = [(i["name"], i["arguments"]) for i in out
+                 if i["type"] == "function_call" and i["status"] == "completed"]
+        assert calls == [(c.name, c.arguments) for c in whole.calls]
+        anthropic = AnthropicPieceEncoder(_open_message(), with_thinking=True)
+        list(anthropic.pieces(pieces))
+        list(anthropic.finish())
+        blocks = anthropic.enc.blocks
+        thinking = [b["thinking"] for b in blocks if b["type"] == "thinking"]
+        assert ("".join(thinking) if thinking else None) == whole.reasoning
+        assert "".join(b["text"] for b in blocks if b["type"] == "text") == whole.content
+        uses = [b["input"] for b in blocks if b["type"] == "tool_use" and b["input"]]
+        assert uses == [json.loads(c.arguments) for c in whole.calls]
+
+
+def _open_response() -> ResponsesEventEncoder:
+    enc = ResponsesEventEncoder()
+    enc.response_event("response.created", RESPONSE)
+    enc.response_event("response.in_progress", RESPONSE)
+    return enc
+
+
+def _open_message() -> AnthropicEventEncoder:
+    enc = AnthropicEventEncoder()
+    enc.start({"id": "msg_1"})
+    return enc

@@ -11,15 +11,15 @@ import mlx.core as mx
 import pytest
 
 from mlxcel.engine import worker
-from mlxcel.engine.request import (
+from mlxcel.engine.sampling import Sampler
+from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.errors import ContextLengthExceeded, InvalidRequestError, ModelLoading
+from mlxcel.generation import (
     Finished,
     GenerationRequest,
     SamplingParams,
     TokenDelta,
 )
-from mlxcel.engine.sampling import Sampler
-from mlxcel.engine.worker import Engine, EngineConfig
-from mlxcel.errors import ContextLengthExceeded, InvalidRequestError, ModelLoading
 
 GREEDY = SamplingParams(temperature=0.0)
 

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..chat.template import apply_template_override
 from ..engine.handle import RequestHandle
-from ..engine.request import Finished
+from ..generation import Finished
 from ..protocol.chat import ChatCompletionRequest, ChatSetup, to_chat_setup
 from ..protocol.chat_render import (
     ChatChunkEncoder,

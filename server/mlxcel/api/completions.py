@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..engine.handle import RequestHandle
 from ..engine.model import LoadedModel
-from ..engine.request import Finished
+from ..generation import Finished
 from ..protocol.completions import (
     CompletionChunkEncoder,
     CompletionRequest,

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from fastapi import Request
 
 from ..engine.handle import RequestHandle
-from ..engine.request import EngineEvent, Finished, TokenDelta, TokenLogprob
 from ..errors import ServerError
+from ..generation import EngineEvent, Finished, TokenDelta, TokenLogprob
 
 DISCONNECT_POLL_S = 0.05
 

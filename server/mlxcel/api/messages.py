@@ -3,66 +3,32 @@ Messages API. Errors on these paths are rendered in Anthropic's shape by ``handl
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..chat.forcing import constrain, instructed_messages
-from ..chat.template import RenderedPrompt, render_chat, render_chat_prompt
-from ..chat.thinking_budget import budget_factory
-from ..engine.model import LoadedModel
-from ..engine.request import GenerationRequest
+from ..chat.forcing import instructed_messages
+from ..chat.output import read_output
+from ..chat.template import render_chat_prompt
 from ..protocol.anthropic import (
     CountTokensRequest,
     MessagesRequest,
     chat_tools,
     forced_tool_choice,
     message_shell,
-    new_message_id,
-    new_tool_use_id,
     stop_reason,
     template_messages,
-    tool_input,
     usage_of,
 )
-from ..protocol.generated import ParsedOutput, parse_output
+from ..protocol.anthropic_turn import content_blocks, to_messages_turn
 from ..sse import sse_response
 from .generation import collect
+from .media_offload import prepare_prompt
 from .messages_stream import stream_message
-from .offload import off_loop, parse_request
+from .offload import parse_request
 from .priority import request_priority
 from .state import app_state
 
 router = APIRouter()
-
-
-def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    if with_thinking and parsed.reasoning is not None:
-        blocks.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
-    if parsed.content or not parsed.calls:
-        blocks.append({"type": "text", "text": parsed.content, "citations": None})
-    for call in parsed.calls:
-        blocks.append({"type": "tool_use", "id": new_tool_use_id(), "name": call.name,
-                       "input": tool_input(call.arguments)})
-    return blocks
-
-
-def _prepare(model: LoadedModel, body: MessagesRequest
-             ) -> tuple[list[dict[str, Any]] | None, tuple[Any, ...], RenderedPrompt]:
-    """Tools, constraints (a forced call's grammar) and the rendered prompt: off the loop."""
-    tools = chat_tools(body)
-    messages, constraints = constrain(model, template_messages(body), tools,
-                                      forced_tool_choice(body), None, body.max_tokens)
-    return tools, constraints, render_chat(model, messages, tools=tools)
-
-
-def _count(model: LoadedModel, body: CountTokensRequest) -> int:
-    tools = chat_tools(body)
-    # The forced-choice instruction /v1/messages would add is part of the real prompt.
-    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
-    return len(render_chat_prompt(model, messages, tools=tools))
 
 
 async def create_message(request: Request) -> Response:
@@ -70,30 +36,16 @@ async def create_message(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, MessagesRequest)
     model = state.require_model()
-    tools, constraints, rendered = await off_loop(_prepare, model, body)
-    prompt = rendered.tokens
-    opens_reasoning = model.decode(prompt[-4:]).endswith("<think>\n")
-    budget = budget_factory(model, body.thinking_budget(), opens_reasoning)
-    if budget is not None:
-        constraints = (budget, *constraints)
-    gen = GenerationRequest(
-        prompt_tokens=tuple(prompt),
-        max_tokens=body.max_tokens,
-        sampling=body.sampling(state.config.defaults),
-        stop=body.stop_strings(),
-        logits_processor_factories=constraints,
-        request_id=new_message_id(),
-        vision=rendered.vision,
-    )
+    turn = await prepare_prompt(model, to_messages_turn, body, model, state.config.defaults)
+    gen = turn.generation
     handle = state.engine.submit(gen, request_priority(request))
-    shell = message_shell(gen.request_id, state.model_name, len(prompt))
+    shell = message_shell(gen.request_id, state.model_name, len(gen.prompt_tokens))
     if body.stream:
-        return sse_response(stream_message(handle, shell, model, tools, opens_reasoning,
-                                           body.thinking_enabled))
+        return sse_response(stream_message(handle, shell, turn))
     done = await collect(request, handle)
-    parsed = parse_output(model, done.text, tools, opens_reasoning)
+    parsed = read_output(turn.output, done.text)
     reason, sequence = stop_reason(done.finished, bool(parsed.calls))
-    message = {**shell, "content": content_blocks(parsed, body.thinking_enabled),
+    message = {**shell, "content": content_blocks(parsed, turn.with_thinking),
                "stop_reason": reason, "stop_sequence": sequence,
                "usage": usage_of(done.finished.prompt_tokens, done.finished.completion_tokens)}
     return JSONResponse(message)
@@ -103,7 +55,11 @@ async def count_tokens(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, CountTokensRequest)
     model = state.require_model()
-    return JSONResponse({"input_tokens": await off_loop(_count, model, body)})
+    tools = chat_tools(body)
+    # The forced-choice instruction /v1/messages would add is part of the real prompt.
+    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
+    prompt = await prepare_prompt(model, render_chat_prompt, model, messages, tools=tools)
+    return JSONResponse({"input_tokens": len(prompt)})
 
 
 for _prefix in ("/v1", ""):

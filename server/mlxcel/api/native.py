@@ -14,8 +14,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..engine.handle import RequestHandle
-from ..engine.request import Finished, TokenDelta
 from ..errors import ServerError
+from ..generation import Finished, TokenDelta
 from ..protocol.native import (
     NativeCompletionRequest,
     NativeRun,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from ..engine.request import PRIORITY_RANK, Priority
+from ..generation import PRIORITY_RANK, Priority
 
 HEADER = "x-priority"
 

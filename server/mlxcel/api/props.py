@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from .. import __version__
 from ..chat.reasoning import reasoning_markers
 from ..chat.tool_calls import tool_format_of
-from ..engine.request import SamplingParams
+from ..generation import SamplingParams
 from ..protocol.llama_settings import (
     ParamsView,
     default_generation_settings,

@@ -6,14 +6,15 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from ..chat.output import read_output
 from ..errors import InvalidRequestError, NotFoundError
-from ..protocol.generated import parse_output
 from ..protocol.responses import (
     ResponsesRequest,
     finish_body,
     output_items,
     response_body,
 )
+from ..protocol.responses_turn import generation_request, prepare, remember
 from ..responses_store import ResponsesStores, StoredResponse, make_stores
 from ..sse import sse_response
 from .generation import collect
@@ -22,7 +23,6 @@ from .offload import off_loop, parse_request
 from .priority import request_priority
 from .responses_compact import apply_context_management
 from .responses_stream import stream_response
-from .responses_turn import generation_request, prepare, remember
 from .state import app_state
 
 router = APIRouter()
@@ -51,14 +51,14 @@ async def create_response(request: Request) -> Response:
     turn = await prepare_prompt(model, prepare, body, model, stores,
                                 state.config.defaults.n_predict)
     compacted = await apply_context_management(request, state, model, turn)
-    gen = generation_request(turn, state, model.context_size)
+    gen = generation_request(turn, state.config.defaults, model.context_size)
     handle = state.engine.submit(gen, request_priority(request))
     skeleton = response_body(gen.request_id, body, state.model_name,
                              sampling=(gen.sampling.temperature, gen.sampling.top_p))
     if body.stream:
         return sse_response(stream_response(handle, turn, skeleton, model, stores, compacted))
     done = await collect(request, handle)
-    parsed = parse_output(model, done.text, turn.tools, turn.opens_reasoning)
+    parsed = read_output(turn.output, done.text)
     reasoning_tokens = len(model.encode(parsed.reasoning)) if parsed.reasoning else 0
     output = output_items(parsed, done.finished)
     if compacted is not None:

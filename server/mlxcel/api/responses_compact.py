@@ -15,14 +15,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
-from ..chat.reasoning import split_reasoning
+from ..chat.output import output_setup, read_output
 from ..chat.template import render_chat, render_chat_prompt
 from ..engine.model import LoadedModel
-from ..engine.request import GenerationRequest, SamplingParams
 from ..errors import ContextLengthExceeded, InvalidRequestError
 from ..protocol.responses import ResponsesRequest, chat_tools, new_id, usage_body
 from ..protocol.responses_compaction import (
-    DEFAULT_SUMMARY_TOKENS,
     KEEP_TOKENS_CAP,
     MAX_SUMMARY_TOKENS,
     SUMMARY_INSTRUCTIONS,
@@ -31,14 +29,15 @@ from ..protocol.responses_compaction import (
     encode_capsule,
     messages_to_items,
     summary_message,
+    summary_request,
     transcript,
 )
 from ..protocol.responses_input import input_messages
+from ..protocol.responses_turn import PreparedTurn
 from ..protocol.types import Int
 from .generation import collect
 from .offload import off_loop, parse_request
 from .priority import request_priority
-from .responses_turn import PreparedTurn
 from .state import AppState, app_state
 
 router = APIRouter()
@@ -120,14 +119,10 @@ async def compact_history(
 ) -> Compacted:
     plan = await off_loop(_plan, model, history, system, tools, keep_tokens)
     context, prompt = model.context_size, plan.prompt
-    gen = GenerationRequest(
-        prompt_tokens=tuple(prompt),
-        max_tokens=min(summary_tokens or DEFAULT_SUMMARY_TOKENS, context - len(prompt)),
-        sampling=SamplingParams(temperature=0.0),
-        request_id=new_id("cmp"),
-    )
+    gen = summary_request(prompt, summary_tokens, context, new_id("cmp"))
     done = await collect(request, state.engine.submit(gen, request_priority(request)))
-    reasoning, content = split_reasoning(model, done.text, False)
+    parsed = read_output(output_setup(model, "", None), done.text)
+    reasoning, content = parsed.reasoning, parsed.content
     summary = (content or reasoning or "").strip()
     result = Compacted(plan.kept, summary, plan.rest[plan.split:], plan.before, 0,
                        done.finished.prompt_tokens, done.finished.completion_tokens)
@@ -210,4 +205,5 @@ async def apply_context_management(
     turn.history = result.messages
     rendered = await off_loop(render_chat, model, system + turn.history, tools=turn.tools)
     turn.prompt, turn.vision = rendered.tokens, rendered.vision
+    turn.output = output_setup(model, rendered.text, turn.tools)
     return result

@@ -11,9 +11,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from ..engine.request import GenerationRequest
 from ..engine.slots import ActiveSequence
 from ..errors import RouteNotFound, ServerBusy
+from ..generation import GenerationRequest
 from ..protocol.llama_settings import slot_entry
 from .props import server_params, speculative
 from .state import AppState, app_state

@@ -11,16 +11,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
+from ..generation.model import ModelView
 from .forced_bounds import bounded_tools
 from .tool_formats.base import Spell, ToolFormat, Tools
 
 log = logging.getLogger("mlxcel.chat")
 
 
-def marker_speller(model: LoadedModel) -> Spell:
+def marker_speller(model: ModelView) -> Spell:
     """Spell text for Lark: each added token in it as ``<[id]>`` (llguidance matches an added
     token, special or not, only by its id form), the text around them quoted."""
     inner = getattr(model.tokenizer, "_tokenizer", model.tokenizer)
@@ -46,7 +46,7 @@ def marker_speller(model: LoadedModel) -> Spell:
     return spell
 
 
-def markup_counter(model: LoadedModel, fmt: ToolFormat, spell: Spell
+def markup_counter(model: ModelView, fmt: ToolFormat, spell: Spell
                    ) -> Callable[[dict[str, Any]], int]:
     """Tokens of the markup a call to one tool takes: every text the format's grammar spells
     (its tags and, in the tagged formats, each argument's key), as the model encodes it."""
@@ -65,7 +65,7 @@ def markup_counter(model: LoadedModel, fmt: ToolFormat, spell: Spell
 
 
 def forced_call_factories(
-    model: LoadedModel, fmt: ToolFormat | None, tools: Tools, max_tokens: int
+    model: ModelView, fmt: ToolFormat | None, tools: Tools, max_tokens: int
 ) -> tuple[LogitsProcessorFactory, ...]:
     """The grammar of one forced call, its free values bounded so it fits ``max_tokens``."""
     if fmt is None:

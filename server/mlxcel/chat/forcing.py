@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
+from ..generation.model import ModelView
 from ..structured.response_format import is_constraining, response_format_factories
 from .forced_choice import forced_call_factories
 from .tool_calls import tool_format_of
@@ -37,7 +37,7 @@ def instructed_messages(
 
 
 def constrain(
-    model: LoadedModel,
+    model: ModelView,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     chat_tool_choice: Any,

@@ -27,9 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..engine.model import LoadedModel
-from ..engine.request import VisionInputs
+import numpy as np
+
 from ..errors import InvalidRequestError, RequestTooLarge
+from ..generation import VisionInputs
+from ..generation.model import ModelView
 from ..media.decode import decode_image
 from ..media.policy import MediaPolicy
 from ..media.sources import read_media
@@ -62,7 +64,7 @@ def _refuse_text_only(part: dict[str, Any]) -> InvalidRequestError:
         f"{'images' if part['type'] == 'image' else part['type']}.", param=part["param"])
 
 
-def _check_video(part: dict[str, Any], model: LoadedModel, kinds: set[str]) -> None:
+def _check_video(part: dict[str, Any], model: ModelView, kinds: set[str]) -> None:
     assert model.vision is not None
     if not isinstance(part.get("url"), str) or not part["url"]:
         raise InvalidRequestError(f"{part['param']}: the video URL must be a non-empty string.",
@@ -73,7 +75,7 @@ def _check_video(part: dict[str, Any], model: LoadedModel, kinds: set[str]) -> N
             "loaded model.", param=part["param"])
 
 
-def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_media(model: ModelView, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The media parts (images, videos) of ``messages`` after the refusals; empty for a text
     prompt."""
     parts = list(media_parts(messages))
@@ -98,7 +100,7 @@ def check_media(model: LoadedModel, messages: list[dict[str, Any]]) -> list[dict
     return parts
 
 
-def prepare_media(model: LoadedModel, messages: list[dict[str, Any]]) -> tuple[
+def prepare_media(model: ModelView, messages: list[dict[str, Any]]) -> tuple[
         list[dict[str, Any]], list[dict[str, Any]]]:
     """The messages to render and their media parts in order: ``check_media``'s refusals, then,
     on a VLM without a native video path, each video replaced by its frames as images."""
@@ -155,11 +157,9 @@ def _check_placeholders(text: str, token: str | None, count: int, what: str) -> 
             f"{what}s (a {what} in a turn the template does not render?).")
 
 
-def vision_prompt(model: LoadedModel, text: str, parts: list[dict[str, Any]]) -> tuple[
+def vision_prompt(model: ModelView, text: str, parts: list[dict[str, Any]]) -> tuple[
         list[int], VisionInputs]:
     """Token ids and pixels for a rendered prompt ``text`` holding one placeholder per part."""
-    from ..engine.vision import processor_inputs
-
     support = model.vision
     assert support is not None
     policy = support.policy
@@ -170,3 +170,18 @@ def vision_prompt(model: LoadedModel, text: str, parts: list[dict[str, Any]]) ->
     images = [_image_of(p, policy) for p in image_parts]
     videos = [sample_frames(p["url"], p.get("fps"), policy, p["param"]) for p in video_parts]
     return processor_inputs(support, text, images, videos)
+
+
+def processor_inputs(support: Any, text: str, images: list[Any],
+                     videos: list[Any]) -> tuple[list[int], VisionInputs]:
+    """Run the model's processor: placeholder expansion, token ids and pixel arrays (kept as
+    numpy here; the engine thread makes them MLX arrays)."""
+    batch = support.processor(text=[text], images=images or None, videos=videos or None,
+                              padding=False, add_special_tokens=False)
+    ids = np.array(batch["input_ids"]).reshape(-1).tolist()
+    arrays = {key: np.array(value) for key, value in batch.items()
+              if key not in ("input_ids", "attention_mask") and value is not None}
+    pixels = arrays.pop("pixel_values", None)
+    if pixels is None:  # a video: its frames' patches go where an image's would
+        pixels = arrays.pop("pixel_values_videos", None)
+    return [int(i) for i in ids], VisionInputs(pixels, arrays, len(images) + len(videos))

@@ -1,30 +1,40 @@
-"""Reasoning (``<think>…</think>``) split from the answer: which markers a model uses, whether
-the rendered prompt already opened a reasoning block, and the non-streaming split.
+"""Reasoning split from the answer: which markers a model uses (``<think>…</think>``, or
+Harmony's analysis channel), whether the rendered prompt already opened a reasoning block, and
+the non-streaming split.
 
-The streaming split lives in ``stream_filter.ChatOutputParser``; ``split_reasoning`` runs the
-same parser over the whole text, so streamed and non-streamed answers agree.
+The split itself is the output parser's (``stream_filter.ChatOutputParser``), streamed or
+read whole (``output.read_output``), so both modes agree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.model import LoadedModel
+from ..generation.model import ModelView
 
 
 @dataclass(frozen=True)
 class ReasoningMarkers:
     open: str = "<think>"
     close: str = "</think>"
+    # Channel headers that open the answer (Harmony's final channel): dropped from the content.
+    headers: tuple[str, ...] = ()
 
 
 THINK = ReasoningMarkers()
+# Harmony (GPT-OSS): ``<|channel|>analysis<|message|>…<|end|>`` is the reasoning, then
+# ``<|start|>assistant<|channel|>final<|message|>`` opens the answer.
+HARMONY = ReasoningMarkers("<|channel|>analysis<|message|>", "<|end|>",
+                           ("<|start|>assistant", "<|channel|>final<|message|>"))
 
 
-def reasoning_markers(model: LoadedModel) -> ReasoningMarkers | None:
-    """``<think>`` markers when the model's template or vocabulary has them."""
-    if THINK.open in (model.chat_template or ""):
+def reasoning_markers(model: ModelView) -> ReasoningMarkers | None:
+    """The reasoning markers the model's template (or, for ``<think>``, its vocabulary) uses."""
+    template = model.chat_template or ""
+    if THINK.open in template:
         return THINK
+    if "<|channel|>" in template and "analysis" in template:
+        return HARMONY
     try:
         vocab = model.tokenizer.get_vocab()
     except (AttributeError, TypeError):
@@ -38,17 +48,3 @@ def prompt_opens_reasoning(prompt_text: str, markers: ReasoningMarkers | None) -
         return False
     tail = prompt_text.rstrip()
     return tail.endswith(markers.open)
-
-
-def split_reasoning(
-    model: LoadedModel, text: str, prompt_opens_reasoning: bool
-) -> tuple[str | None, str]:
-    """(reasoning, content) of a finished generation; reasoning is None when there was none."""
-    from .stream_filter import ChatOutputParser
-
-    parser = ChatOutputParser(
-        reasoning=reasoning_markers(model), starts_in_reasoning=prompt_opens_reasoning
-    )
-    parser.feed(text)
-    parser.finish()
-    return parser.reasoning, parser.content

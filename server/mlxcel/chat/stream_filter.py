@@ -1,13 +1,16 @@
-"""The stream filter: generated text in, typed pieces out (answer text, reasoning text, tool-call
-starts and argument fragments), with no markup ever in the answer text.
+"""The output parser every API family reads a generation through: generated text in, typed
+pieces out (``generation.pieces``: answer text, reasoning text, tool-call starts, argument
+fragments and ends), with no markup ever in the answer text.
 
 State machine (one table, read it first)::
 
     state       looks for                      on match                     at finish
     CONTENT     reasoning open, tool start     → REASONING / TOOL           release held text
+                (a channel header: dropped)
     REASONING   reasoning close                → CONTENT (strip leading \\n) all reasoning
     TOOL        format's end marker (if any)   parse block → CONTENT        parse what is there
 
+Entering REASONING yields an empty ``ReasoningPiece`` first, so an empty block still opens.
 A suffix of the buffer that could still become a marker is held back and released as text as
 soon as it cannot. In CONTENT with tools active, trailing whitespace is held too: it is dropped
 when a tool call follows, so streamed and non-streamed content agree. The end-of-block parse is
@@ -18,9 +21,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 
+from ..generation.holdback import earliest, held_suffix
+from ..generation.pieces import (
+    CallArguments,
+    CallEnd,
+    CallStart,
+    ContentPiece,
+    Piece,
+    ReasoningPiece,
+)
 from .reasoning import ReasoningMarkers
 from .tool_calls import ParsedToolCall, new_call_id
 from .tool_formats.base import MalformedCall, ToolFormat, Tools
@@ -28,56 +39,10 @@ from .tool_formats.base import MalformedCall, ToolFormat, Tools
 log = logging.getLogger("mlxcel.chat")
 
 
-@dataclass(frozen=True)
-class ContentPiece:
-    text: str
-
-
-@dataclass(frozen=True)
-class ReasoningPiece:
-    text: str
-
-
-@dataclass(frozen=True)
-class CallStart:
-    index: int
-    id: str
-    name: str
-
-
-@dataclass(frozen=True)
-class CallArguments:
-    index: int
-    fragment: str
-
-
-Piece = ContentPiece | ReasoningPiece | CallStart | CallArguments
-
-
 class _State(Enum):
     CONTENT = "content"
     REASONING = "reasoning"
     TOOL = "tool"
-
-
-def held_suffix(text: str, markers: list[str]) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of some marker."""
-    best = 0
-    for marker in markers:
-        for n in range(min(len(marker) - 1, len(text)), best, -1):
-            if text.endswith(marker[:n]):
-                best = n
-                break
-    return best
-
-
-def _earliest(text: str, markers: list[str]) -> tuple[int, str] | None:
-    found: tuple[int, str] | None = None
-    for marker in markers:
-        at = text.find(marker)
-        if at >= 0 and (found is None or at < found[0]):
-            found = (at, marker)
-    return found
 
 
 class ChatOutputParser:
@@ -105,6 +70,7 @@ class ChatOutputParser:
         self._new_id = id_factory
         self._streamed: CallStart | None = None
         self._streamed_args = ""
+        self._announced = False  # the open reasoning block has been announced
         self.calls: list[ParsedToolCall] = []
         self._content: list[str] = []
         self._reasoning_parts: list[str] | None = [] if self._state is _State.REASONING else None
@@ -153,14 +119,20 @@ class ChatOutputParser:
             markers.append(self._reasoning.open)
         if self._fmt is not None:
             markers.extend(self._fmt.starts)
+        if self._reasoning is not None:
+            markers.extend(self._reasoning.headers)
         return markers
 
     def _step_content(self, out: list[Piece], final: bool) -> None:
         markers = self._content_markers()
-        hit = _earliest(self._buf, markers)
+        hit = earliest(self._buf, markers)
         if hit is not None:
             at, marker = hit
             self._release_content(out, self._buf[:at])
+            if self._reasoning is not None and marker in self._reasoning.headers:
+                self._buf = self._buf[at + len(marker):]
+                self._strip_leading = True
+                return
             kept = self._fmt is not None and self._fmt.keep_start and marker in self._fmt.starts
             self._buf = self._buf[at if kept else at + len(marker):]
             if self._reasoning is not None and marker == self._reasoning.open:
@@ -198,12 +170,16 @@ class ChatOutputParser:
     # -- REASONING ----------------------------------------------------------------------------
     def _step_reasoning(self, out: list[Piece], final: bool) -> None:
         assert self._reasoning is not None
+        if not self._announced:
+            out.append(ReasoningPiece(""))  # a block opens even if it stays empty
+            self._announced = True
         close = self._reasoning.close
         at = self._buf.find(close)
         if at >= 0:
             self._release_reasoning(out, self._buf[:at], closing=True)
             self._buf = self._buf[at + len(close):]
             self._state = _State.CONTENT
+            self._announced = False
             self._strip_leading = True
             return
         keep = 0 if final else held_suffix(self._buf, [close])
@@ -281,6 +257,7 @@ class ChatOutputParser:
                 out.append(CallStart(index, call.id, call.name))
                 out.append(CallArguments(index, call.arguments))
             self.calls.append(call)
+            out.append(CallEnd(index, call.arguments))
 
     def _keep_partial(self, out: list[Piece], body: str) -> None:
         """A block that does not parse (cut by the token limit, or malformed): the call its
@@ -290,6 +267,7 @@ class ChatOutputParser:
         streamed, self._streamed = self._streamed, None
         if streamed is not None:
             self.calls.append(ParsedToolCall(streamed.id, streamed.name, self._streamed_args))
+            out.append(CallEnd(streamed.index, self._streamed_args))
 
     def _reconcile(self, out: list[Piece], streamed: CallStart, name: str, arguments: str) -> None:
         sent = self._streamed_args

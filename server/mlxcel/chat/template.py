@@ -14,9 +14,9 @@ from typing import Any
 
 from jinja2 import TemplateError
 
-from ..engine.model import LoadedModel
-from ..engine.request import VisionInputs
 from ..errors import InvalidRequestError
+from ..generation import VisionInputs
+from ..generation.model import ModelView
 from .continuation import check_continuable, cut_after
 from .multimodal import prepare_media, vision_prompt
 
@@ -38,7 +38,7 @@ def load_template_override(value: str | None) -> str | None:
     return value
 
 
-def apply_template_override(model: LoadedModel, template: str | None) -> None:
+def apply_template_override(model: ModelView, template: str | None) -> None:
     """Install ``template`` as the model's chat template (idempotent)."""
     if template is None or model.chat_template == template:
         return
@@ -61,7 +61,7 @@ def template_variables(template_kwargs: dict[str, Any] | None) -> dict[str, Any]
 
 
 def render_chat(
-    model: LoadedModel,
+    model: ModelView,
     messages: list[dict[str, Any]],
     *,
     tools: list[dict[str, Any]] | None = None,
@@ -109,7 +109,7 @@ def render_chat(
 
 
 def render_chat_prompt(
-    model: LoadedModel,
+    model: ModelView,
     messages: list[dict[str, Any]],
     *,
     tools: list[dict[str, Any]] | None = None,

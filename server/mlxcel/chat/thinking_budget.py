@@ -16,9 +16,9 @@ from typing import Any
 
 import mlx.core as mx
 
-from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessor, LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessor, LogitsProcessorFactory
+from ..generation.model import ModelView
 from .reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 
 ALIASES = ("thinking_budget_tokens", "reasoning_budget_tokens", "reasoning_budget")
@@ -86,7 +86,7 @@ class _BudgetProcessor:
         return mx.where(keep, logits, mx.array(-float("inf"), dtype=logits.dtype))
 
 
-def budget_factory(model: LoadedModel, budget: int | None, prompt_opens: bool,
+def budget_factory(model: ModelView, budget: int | None, prompt_opens: bool,
                    markers: ReasoningMarkers | None = None) -> LogitsProcessorFactory | None:
     """A processor factory enforcing ``budget``; ``None`` when there is nothing to enforce
     (no budget, or a model without reasoning markers)."""
@@ -103,7 +103,7 @@ def budget_factory(model: LoadedModel, budget: int | None, prompt_opens: bool,
     return make
 
 
-def raw_prompt_factories(model: LoadedModel, budget: int | None, prompt: Sequence[int]
+def raw_prompt_factories(model: ModelView, budget: int | None, prompt: Sequence[int]
                          ) -> tuple[LogitsProcessorFactory, ...]:
     """For a raw (untemplated) prompt: the budget processor, opened when the prompt text
     itself ends inside a reasoning block."""

@@ -1,8 +1,8 @@
 """Tool calls in a finished generation: the format a model uses, and the parse.
 
-``extract_tool_calls`` is the entry point other API families use (Responses, Anthropic);
-chat streams use ``stream_filter.ChatOutputParser`` directly. Nothing is parsed when the
-request sent no tools: markup is then ordinary text.
+Every API family reads its output through ``output.OutputSetup`` (the parser in
+``stream_filter``); ``extract_tool_calls`` is the calls-only read of a finished text. Nothing
+is parsed when the request sent no tools: markup is then ordinary text.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.model import LoadedModel
+from ..generation.model import ModelView
 from .tool_formats import detect_format
 from .tool_formats.base import ToolFormat
 
@@ -27,12 +27,12 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-def tool_format_of(model: LoadedModel) -> ToolFormat | None:
+def tool_format_of(model: ModelView) -> ToolFormat | None:
     return detect_format(model.chat_template)
 
 
 def extract_tool_calls(
-    model: LoadedModel, text: str, tools: list[dict[str, Any]] | None
+    model: ModelView, text: str, tools: list[dict[str, Any]] | None
 ) -> tuple[str, list[ParsedToolCall]]:
     """(content without tool-call markup, calls). No tools sent: ``(text, [])``."""
     fmt = tool_format_of(model)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import mlx.core as mx
 import numpy as np
 
-from .request import SamplingParams
+from ..generation import SamplingParams
 
 # A breaker: its head token id, then the token ids that must follow it (often none).
 BreakerSequence = tuple[int, ...]

@@ -8,16 +8,23 @@ of tokens instead of one per token, and the engine thread never waits on the loo
 The wake-ups themselves are shared: every handle of one event loop goes through that loop's
 ``LoopWaker``, so the tokens a batched step hands to many requests cost one
 ``call_soon_threadsafe`` (a write to the loop's self-pipe) rather than one per request.
+
+And they are paced: after waking the loop for a request, the engine lets that request's next
+tokens gather for ``interval_s`` (``--stream-interval-ms``) before waking it again, so a fast
+stream costs the event loop one wake-up, one pass through the encoder and one socket write per
+interval rather than per token (the first token and the end always go at once). vLLM's
+``--stream-interval`` does the same by token count.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator
 
-from .request import EngineEvent, Finished, GenerationRequest
+from ..generation import EngineEvent, Finished, GenerationRequest
 
 
 class LoopWaker:
@@ -65,8 +72,11 @@ def waker_for(loop: asyncio.AbstractEventLoop) -> LoopWaker:
 class RequestHandle:
     """Events flow engine thread -> event loop; cancellation flows the other way."""
 
-    def __init__(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop,
+                 interval_s: float = 0.0) -> None:
         self.request = request
+        self._interval_s = interval_s
+        self._last_wake = float("-inf")
         self._waker = waker_for(loop)
         self._lock = threading.Lock()
         self._buffer: list[EngineEvent] = []
@@ -85,12 +95,17 @@ class RequestHandle:
 
     def emit(self, event: EngineEvent) -> None:
         """Called from the engine thread."""
-        if isinstance(event, Finished):
+        final = isinstance(event, Finished)
+        if final:
             self.finished.set()
         with self._lock:
             self._buffer.append(event)
             if self._wake_pending:
                 return
+            now = time.monotonic()
+            if not final and now - self._last_wake < self._interval_s:
+                return  # goes with the next event (the engine always sends one more)
+            self._last_wake = now
             self._wake_pending = True
         try:
             self._waker.request(self)

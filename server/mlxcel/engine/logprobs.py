@@ -7,7 +7,7 @@ from typing import Any
 
 import mlx.core as mx
 
-from .request import TokenLogprob, TopLogprob
+from ..generation import TokenLogprob, TopLogprob
 
 
 @lru_cache(maxsize=1)

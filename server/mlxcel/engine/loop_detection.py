@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .request import LoopDetection
+from ..generation import LoopDetection
 
 ENV_VAR = "MLXCEL_LOOP_DETECTION"
 FAMILY_DEFAULT = LoopDetection(max_pattern_size=20, min_pattern_size=1, min_count=4)

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import mlx.core as mx
 from mlx_lm.sample_utils import make_logits_processors
 
+from ..generation import SamplingParams
 from .dry import DryPenalty, dry_config
-from .request import SamplingParams
 
 LogitsProcessor = Callable[[mx.array, mx.array], mx.array]
 

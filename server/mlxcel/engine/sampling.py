@@ -15,7 +15,7 @@ from collections.abc import Callable
 import mlx.core as mx
 
 from ..errors import InvalidRequestError
-from .request import SamplingParams
+from ..generation import SamplingParams
 
 Sampler = Callable[[mx.array], mx.array]
 NEG_INF = float("-inf")

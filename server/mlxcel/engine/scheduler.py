@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 
 from ..errors import QueueFull
+from ..generation import PRIORITY_RANK
 from .handle import RequestHandle
-from .request import PRIORITY_RANK
 
 BUSY_MESSAGE = "All slots are busy. Please try again later."
 

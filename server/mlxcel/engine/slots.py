@@ -10,10 +10,10 @@ from typing import Any
 
 import mlx.core as mx
 
+from ..generation import LoopDetection
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .loop_detection import tail_loops
-from .request import LoopDetection
 from .stops import StopMatcher
 
 SlotState = str  # "idle" | "decoding"

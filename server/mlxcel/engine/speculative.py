@@ -23,8 +23,8 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import can_trim_prompt_cache, trim_prompt_cache
 
+from ..generation import DraftStats, SamplingParams
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
-from .request import DraftStats, SamplingParams
 from .sampling import greedy_sampler
 from .solo import SoloResponse
 

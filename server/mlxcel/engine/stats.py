@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .request import Finished, GenerationRequest
+from ..generation import Finished, GenerationRequest
 
 
 @dataclass

@@ -6,6 +6,8 @@ of one) never reaches the client.
 
 from __future__ import annotations
 
+from ..generation.holdback import held_suffix
+
 
 class StopMatcher:
     """Feeds decoded text through; releases what can no longer be part of a stop string."""
@@ -27,7 +29,7 @@ class StopMatcher:
             self.matched = first[1]
             self._held = ""
             return buf[: first[0]]
-        keep = self._longest_partial(buf)
+        keep = held_suffix(buf, self._stops)
         self._held = buf[len(buf) - keep :] if keep else ""
         return buf[: len(buf) - keep]
 
@@ -49,12 +51,3 @@ class StopMatcher:
             if pos != -1 and (best is None or (pos + len(stop), pos) < best[:2]):
                 best = (pos + len(stop), pos, stop)
         return None if best is None else (best[1], best[2])
-
-    def _longest_partial(self, buf: str) -> int:
-        best = 0
-        for stop in self._stops:
-            for n in range(min(len(stop) - 1, len(buf)), best, -1):
-                if buf.endswith(stop[:n]):
-                    best = n
-                    break
-        return best

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import mlx.core as mx
-import numpy as np
 
+from ..generation import VisionInputs
 from ..media.policy import MediaPolicy
 from .model import LoadedModel, model_display_name
-from .request import VisionInputs
 from .solo import SoloResponse
 
 
@@ -82,21 +81,6 @@ def load_vision_model(path: str, *, ctx_size: int, policy: MediaPolicy) -> Loade
         context_size=ctx_size if ctx_size > 0 else native,
         vision=VisionSupport(processor, policy, str(config.get("model_type", ""))),
     )
-
-
-def processor_inputs(support: VisionSupport, text: str, images: list[Any],
-                     videos: list[Any]) -> tuple[list[int], VisionInputs]:
-    """Run the model's processor: placeholder expansion, token ids and pixel arrays (kept as
-    numpy here; the engine thread makes them MLX arrays)."""
-    batch = support.processor(text=[text], images=images or None, videos=videos or None,
-                              padding=False, add_special_tokens=False)
-    ids = np.array(batch["input_ids"]).reshape(-1).tolist()
-    arrays = {key: np.array(value) for key, value in batch.items()
-              if key not in ("input_ids", "attention_mask") and value is not None}
-    pixels = arrays.pop("pixel_values", None)
-    if pixels is None:  # a video: its frames' patches go where an image's would
-        pixels = arrays.pop("pixel_values_videos", None)
-    return [int(i) for i in ids], VisionInputs(pixels, arrays, len(images) + len(videos))
 
 
 class VisionRun:

@@ -1,5 +1,6 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
-once with continuous batching (mlx-lm's ``BatchGenerator``).
+once with continuous batching (mlx-lm's ``BatchGenerator``; with ``--numpy-decode`` on MLX's CPU
+backend, for llama-family models, the NumPy batch of ``engine/numpy_decode/``).
 
 Each loop iteration: drop requests whose client left, admit queued requests into free slots
 (highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
@@ -31,6 +32,14 @@ from ..errors import (
     NotSupported,
     ServerError,
 )
+from ..generation import (
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    Priority,
+    TokenDelta,
+    TokenLogprob,
+)
 from ..media.policy import MediaPolicy
 from . import loop_detection
 from .adapters import AdapterModels, needs_solo_lane
@@ -38,6 +47,7 @@ from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
+from .numpy_decode import NumpyBatch, Weights, numpy_weights
 from .penalties import build_logits_processors
 from .prompt_cache import (
     DEFAULT_CAPACITY_BYTES,
@@ -45,7 +55,6 @@ from .prompt_cache import (
     DEFAULT_TTL_S,
     PromptCache,
 )
-from .request import Finished, FinishReason, GenerationRequest, Priority, TokenDelta, TokenLogprob
 from .sampling import RequestSampler, build_sampler, check_logit_bias, greedy_sampler
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
@@ -63,7 +72,8 @@ __all__ = ["Engine", "EngineConfig", "EngineStats"]
 # (at most ARRIVAL_WINDOW_S) before starting it: the requests of a burst, which the event
 # loop parses one after another, then start together in one batch. Without it the first
 # decoded alone for a step (~30 ms with the others being parsed) while the rest waited
-# (benchmarks/README.md, "A burst starts together").
+# (benchmarks/README.md, "A burst starts together"). The NumPy batch has no single-sequence
+# lane to avoid (a request joins it at the next step), so it starts requests at once.
 ARRIVAL_QUIET_S = 0.005
 ARRIVAL_WINDOW_S = 0.020
 
@@ -102,6 +112,10 @@ class EngineConfig:
     solo_only: bool = False
     # On the CPU, mlxcel's vectorized SwiGLU and decode attention (engine/cpu_kernels.py).
     cpu_kernels: bool = True
+    # Opt-in: on the CPU, llama-family models decode in numpy (engine/numpy_decode/).
+    numpy_decode: bool = False
+    # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
+    stream_interval_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.solo_only and self.parallel != 1:
@@ -138,7 +152,8 @@ class Engine:
         self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
         self.solo_moves = 0  # sequences moved from the single-sequence lane into the batch
-        self._batch: BatchGenerator | None = None
+        self._batch: BatchGenerator | NumpyBatch | None = None
+        self._numpy_weights: Weights | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
         self._logprobs: LogprobRenderer | None = None
@@ -205,7 +220,8 @@ class Engine:
         enter the queue at once (503 when it cannot take them all, leaving nothing queued)."""
         checked = [self._checked(r, priority, count_in_metrics) for r in requests]
         loop = asyncio.get_running_loop()
-        handles = [RequestHandle(request, loop) for request in checked]
+        handles = [RequestHandle(request, loop, self.config.stream_interval_ms / 1000)
+                   for request in checked]
         self.queue.push_all(handles)
         return handles
 
@@ -240,7 +256,7 @@ class Engine:
             return
         while not self._stopping:
             self._reap_cancelled()
-            if self._idle and len(self.queue):
+            if self._idle and len(self.queue) and self._solo_lane_pays:
                 self.queue.settle(ARRIVAL_QUIET_S, ARRIVAL_WINDOW_S)
             self._admit()
             if self._idle:
@@ -270,6 +286,9 @@ class Engine:
                     self.draft = load_draft_model(self.config.draft_model, self.model,
                                                   cpu_kernels=self.config.cpu_kernels)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
+            self._numpy_weights = numpy_weights(
+                self.model.model, self.config.numpy_decode and self.model.vision is None
+                and not self.config.solo_only)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()
@@ -285,8 +304,12 @@ class Engine:
                 self.on_fatal()
             return False
 
-    def _new_batch(self) -> BatchGenerator:
+    def _new_batch(self) -> BatchGenerator | NumpyBatch:
         assert self.model is not None
+        if self._numpy_weights is not None:
+            return NumpyBatch(self._numpy_weights,
+                              prefill_step_size=self.config.prefill_step_size,
+                              cache_dtype=self._numpy_weights.dtype)
         n = len(self.slots)
         return BatchGenerator(
             self.model.model,
@@ -367,7 +390,7 @@ class Engine:
         # the batch, an adapter one waits for it (see _admit).
         elif self.config.solo_only or (self._solo is None and (
                 drafter is not None or needs_solo_lane(handle)
-                or (not self._by_uid and len(self.queue) == 0))):
+                or (self._solo_lane_pays and not self._by_uid and len(self.queue) == 0))):
             weights = self.adapters.get(request.adapter) if request.adapter else model.model
             solo_cache = cache or make_prompt_cache(weights)
             if drafter is not None and can_speculate(solo_cache):
@@ -399,6 +422,12 @@ class Engine:
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
+
+    @property
+    def _solo_lane_pays(self) -> bool:
+        """Whether a lone plain request decodes faster on the single-sequence lane than in
+        the batch: true of mlx-lm's ``BatchGenerator``, not of the NumPy batch."""
+        return not isinstance(self._batch, NumpyBatch)
 
     def _move_solo_to_batch(self) -> None:
         """A plain sequence on the single-sequence lane joins the batch that a new request is

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import limits
 from ..chat.multimodal import image_part
-from ..engine.request import Finished
 from ..errors import InvalidRequestError
+from ..generation import Finished
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
 

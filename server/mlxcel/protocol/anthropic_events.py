@@ -13,8 +13,9 @@ Design rules:
 from __future__ import annotations
 
 import enum
-import json
 from typing import Any
+
+from .anthropic import tool_input
 
 
 class State(enum.Enum):
@@ -101,7 +102,7 @@ class AnthropicEventEncoder:
         block = self.blocks[-1]
         joined = "".join(self._pieces)
         if block["type"] == "tool_use":
-            block["input"] = json.loads(joined) if joined else {}
+            block["input"] = tool_input(joined)  # {} for arguments cut short
         else:
             block[DELTAS[block["type"]][1]] = joined
         return self._event("content_block_stop", index=len(self.blocks) - 1)

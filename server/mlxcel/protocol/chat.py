@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..chat.continuation import continued_field
 from ..chat.forced_choice import forced_call_factories
 from ..chat.multimodal import image_part
+from ..chat.output import OutputSetup
 from ..chat.reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 from ..chat.stream_filter import ChatOutputParser
 from ..chat.template import render_chat
@@ -28,8 +29,8 @@ from ..chat.tool_choice import ToolPlan, place_instruction, plan_tools
 from ..chat.tool_formats.base import ToolFormat
 from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
-from ..engine.request import Finished, GenerationRequest, LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import Finished, GenerationRequest, LogitsProcessorFactory
 from ..structured.response_format import is_constraining, response_format_factories
 from ..structured.user_grammar import extra_grammar_factories
 from .sampling_fields import OpenAISamplingFields
@@ -157,13 +158,9 @@ class ChatSetup:
     forced: bool = False  # tool_choice required or named
 
     def new_parser(self) -> ChatOutputParser:
-        return ChatOutputParser(
-            tool_format=self.tool_format,
-            tools=self.tools,
-            reasoning=self.reasoning,
-            starts_in_reasoning=self.starts_in_reasoning,
-            request_id=self.generation.request_id,
-        )
+        output = OutputSetup(self.tool_format, self.tools, self.reasoning,
+                             self.starts_in_reasoning)
+        return output.new_parser(self.generation.request_id)
 
 
 def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> dict[str, Any]:
@@ -232,12 +229,6 @@ def to_chat_setup(
         vision=prompt.vision,
     )
     return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
-
-
-def to_generation_request(
-    request: ChatCompletionRequest, model: LoadedModel, defaults: GenerationDefaults
-) -> GenerationRequest:
-    return to_chat_setup(request, model, defaults).generation
 
 
 def new_id(prefix: str) -> str:

@@ -15,9 +15,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chat.stream_filter import CallArguments, CallStart, ContentPiece, Piece, ReasoningPiece
 from ..chat.tool_calls import ParsedToolCall
-from ..engine.request import Finished
+from ..generation import Finished
+from ..generation.pieces import (
+    CallArguments,
+    CallEnd,
+    CallStart,
+    ContentPiece,
+    Piece,
+    ReasoningPiece,
+)
 from .chat import usage_of
 from .logprobs import render_logprobs
 
@@ -132,6 +139,8 @@ class ChatChunkEncoder:
         or on a ``content: ""`` placeholder when the event's text was all suppressed."""
         chunks = []
         for piece in pieces:
+            if isinstance(piece, CallEnd) or piece == ReasoningPiece(""):
+                continue  # a chat stream has no event for these
             self._content_sent |= isinstance(piece, ContentPiece)
             self._reasoning_sent |= isinstance(piece, ReasoningPiece)
             self._calls_sent |= isinstance(piece, CallStart)

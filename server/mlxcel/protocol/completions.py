@@ -10,8 +10,8 @@ from pydantic import Field
 from ..chat.thinking_budget import raw_prompt_factories
 from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
-from ..engine.request import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ..errors import InvalidRequestError
+from ..generation import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ..structured.response_format import is_constraining, response_format_factories
 from ..structured.user_grammar import extra_grammar_factories
 from .chat import finish_reason_of, new_id

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.request import SamplingParams
+from ..generation import SamplingParams
 
 # llama-server's LLAMA_DEFAULT_SEED: the seed it reports when none is configured (a random seed
 # per request), as its README example and its server send it.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.request import TokenLogprob
+from ..generation import TokenLogprob
 
 
 def render_token_logprob(lp: TokenLogprob) -> dict[str, Any]:

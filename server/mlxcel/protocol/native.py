@@ -23,7 +23,8 @@ from ..chat.thinking_budget import raw_prompt_factories, requested_budget
 from ..config import GenerationDefaults
 from ..engine.dry import DEFAULT_STRING_BREAKERS, BreakerSequence, breakers_from_strings
 from ..engine.model import LoadedModel
-from ..engine.request import (
+from ..errors import InvalidRequestError
+from ..generation import (
     EngineEvent,
     Finished,
     GenerationRequest,
@@ -31,7 +32,6 @@ from ..engine.request import (
     TokenDelta,
     TokenLogprob,
 )
-from ..errors import InvalidRequestError
 from ..structured.user_grammar import user_grammar_factories
 from .chat import new_id
 from .llama_settings import ParamsView, params_body

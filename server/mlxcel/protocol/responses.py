@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import Field
 
+from ..chat.output import ParsedOutput
 from ..chat.tool_calls import ParsedToolCall
-from ..engine.request import Finished
 from ..errors import InvalidRequestError
-from .generated import ParsedOutput
+from ..generation import Finished
 from .sampling_fields import OpenAISamplingFields
 from .types import Int
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
+from ..generation import GenerationRequest, SamplingParams
 
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 SUMMARY_INSTRUCTIONS = (
@@ -86,6 +87,17 @@ def choose_split(messages: list[dict[str, Any]], keep_tokens: int,
             break
         start = point
     return start
+
+
+def summary_request(prompt: list[int], summary_tokens: int | None, context: int,
+                    request_id: str) -> GenerationRequest:
+    """The greedy generation that writes the summary, within what the context leaves."""
+    return GenerationRequest(
+        prompt_tokens=tuple(prompt),
+        max_tokens=min(summary_tokens or DEFAULT_SUMMARY_TOKENS, context - len(prompt)),
+        sampling=SamplingParams(temperature=0.0),
+        request_id=request_id,
+    )
 
 
 def transcript(messages: list[dict[str, Any]]) -> str:

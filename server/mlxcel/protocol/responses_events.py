@@ -135,12 +135,15 @@ class ResponsesEventEncoder:
                              part=part)
         return [done, closed]
 
-    def arguments(self, arguments: str) -> list[dict[str, Any]]:
-        delta = self._event("response.function_call_arguments.delta", **self._where(),
-                            delta=arguments)
-        done = self._event("response.function_call_arguments.done", **self._where(),
-                           arguments=arguments, name=self.output[-1]["name"])
-        return [delta, done]
+    def arguments_delta(self, fragment: str) -> dict[str, Any]:
+        self.output[-1]["arguments"] += fragment
+        return self._event("response.function_call_arguments.delta", **self._where(),
+                           delta=fragment)
+
+    def arguments_done(self) -> dict[str, Any]:
+        item = self.output[-1]
+        return self._event("response.function_call_arguments.done", **self._where(),
+                           arguments=item["arguments"], name=item["name"])
 
     def close_item(self, status: str = "completed") -> dict[str, Any]:
         item = self.output[-1]

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .. import limits
 from ..chat.thinking_budget import requested_budget
 from ..config import GenerationDefaults
-from ..engine.request import LoopDetection, SamplingParams
 from ..errors import InvalidRequestError
+from ..generation import LoopDetection, SamplingParams
 from .types import INT32_MAX, Int
 
 

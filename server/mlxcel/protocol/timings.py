@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.request import DraftStats, Finished
+from ..generation import DraftStats, Finished
 
 
 def llama_timings(prompt_n: int, prompt_ms: float, predicted_n: int, predicted_ms: float,

@@ -20,9 +20,9 @@ import numpy as np
 from llguidance import LLMatcher, LLTokenizer
 from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
-from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessor, LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessor, LogitsProcessorFactory
+from ..generation.model import ModelView
 from .json_bounds import JSON_STYLE, NumberCaps, bounded_schema
 
 # Keyed by the model's tokenizer object itself (weakly): an id() could be reused by the next
@@ -35,7 +35,7 @@ class UnsupportedTokenizer(InvalidRequestError):
     code = "unsupported_tokenizer"
 
 
-def _tokenizer_json(model: LoadedModel) -> str:
+def _tokenizer_json(model: ModelView) -> str:
     local = Path(model.path) / "tokenizer.json"
     if local.is_file():
         return str(local)
@@ -53,7 +53,7 @@ def _tokenizer_json(model: LoadedModel) -> str:
     return handle.name
 
 
-def ll_tokenizer(model: LoadedModel) -> LLTokenizer:
+def ll_tokenizer(model: ModelView) -> LLTokenizer:
     """The model's llguidance tokenizer, built on first use. EOS is passed explicitly:
     llguidance's own guess can pick the wrong token."""
     key = model.tokenizer
@@ -83,7 +83,7 @@ class CompiledGrammar:
         return make
 
 
-def compile_grammar(model: LoadedModel, grammar: str, param: str) -> CompiledGrammar:
+def compile_grammar(model: ModelView, grammar: str, param: str) -> CompiledGrammar:
     tokenizer = ll_tokenizer(model)
     error = LLMatcher.validate_grammar(grammar, tokenizer)
     if error:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
+from ..generation.model import ModelView
 from .grammar import compile_grammar, json_schema_grammar
 from .limits import check_schema_limits
 
@@ -32,7 +32,7 @@ def _schema_of(response_format: dict[str, Any]) -> dict[str, Any]:
 
 
 def response_format_factories(
-    model: LoadedModel, response_format: dict[str, Any] | None
+    model: ModelView, response_format: dict[str, Any] | None
 ) -> tuple[LogitsProcessorFactory, ...]:
     """The logits processors a ``response_format`` asks for (none for ``text``)."""
     if response_format is None:

@@ -14,9 +14,9 @@ from typing import Any
 
 from llguidance.gbnf_to_lark import any_to_lark
 
-from ..engine.model import LoadedModel
-from ..engine.request import LogitsProcessorFactory
 from ..errors import InvalidRequestError
+from ..generation import LogitsProcessorFactory
+from ..generation.model import ModelView
 from .grammar import compile_grammar, json_schema_grammar, lark_grammar
 from .limits import check_schema_limits
 
@@ -28,7 +28,7 @@ def _short(error: Exception | str) -> str:
     return text.splitlines()[0][:160] if text else "invalid grammar"
 
 
-def _schema_factory(model: LoadedModel, schema: Any) -> LogitsProcessorFactory:
+def _schema_factory(model: ModelView, schema: Any) -> LogitsProcessorFactory:
     if schema == {}:
         schema = {"type": "object"}  # llama-server: an empty schema is any object
     check_schema_limits(schema, "json_schema")
@@ -40,7 +40,7 @@ def _schema_factory(model: LoadedModel, schema: Any) -> LogitsProcessorFactory:
     return compile_grammar(model, grammar, "json_schema").factory()
 
 
-def _grammar_factory(model: LoadedModel, text: str) -> LogitsProcessorFactory:
+def _grammar_factory(model: ModelView, text: str) -> LogitsProcessorFactory:
     if len(text.encode()) > MAX_GRAMMAR_BYTES:
         raise InvalidRequestError(
             f"grammar is longer than {MAX_GRAMMAR_BYTES} bytes.", param="grammar")
@@ -62,7 +62,7 @@ def requested(grammar: Any, json_schema: Any) -> bool:
     return json_schema is not None or (grammar is not None and grammar != "")
 
 
-def user_grammar_factories(model: LoadedModel, grammar: Any, json_schema: Any
+def user_grammar_factories(model: ModelView, grammar: Any, json_schema: Any
                            ) -> tuple[LogitsProcessorFactory, ...]:
     """The constraint ``grammar``/``json_schema`` ask for (none when both are absent or the
     grammar is ``""``, llama-server's default)."""
@@ -75,7 +75,7 @@ def user_grammar_factories(model: LoadedModel, grammar: Any, json_schema: Any
     return (_grammar_factory(model, grammar),)
 
 
-def extra_grammar_factories(model: LoadedModel, extra: dict[str, Any] | None,
+def extra_grammar_factories(model: ModelView, extra: dict[str, Any] | None,
                             other: str | None = None) -> tuple[LogitsProcessorFactory, ...]:
     """``grammar``/``json_schema`` sent as extra fields of an OpenAI-shaped body (llama-server
     accepts its own fields there); ``other`` names a constraint already in force, which they

@@ -225,11 +225,6 @@ def coerced_arguments(pairs: list[tuple[str, str]], tools: Tools, name: str) -> 
     return json.dumps(values, ensure_ascii=False)
 
 
-def one_of_names_lark(tools: Tools) -> str:
-    names = [str((t.get("function") or {}).get("name", "")) for t in tools]
-    return " | ".join(json.dumps(n) for n in names if n)
-
-
 def list_of_calls(text: str) -> list[RawCall]:
     """One call object or a JSON list of them, each ``{"name", "arguments"|"parameters"}``."""
     try:

@@ -1,8 +1,8 @@
-"""The family-neutral request every API adapter translates into, and the events it yields back.
+"""The family-neutral request every API adapter translates into.
 
 Adapters (``protocol/<family>.py``) build a ``GenerationRequest`` from token ids and sampling
-settings; the engine answers with a stream of ``TokenDelta`` events ended by one ``Finished``.
-Nothing here knows HTTP or any API family.
+settings; the engine answers with the events in ``events.py``. Nothing here knows HTTP, MLX
+or any API family.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FinishReason = Literal["stop", "length", "error", "cancelled"]
 # X-Priority: the order in which queued requests are admitted to a slot.
 Priority = Literal["high", "normal", "low"]
 PRIORITY_RANK: dict[str, int] = {"high": 0, "normal": 1, "low": 2}
@@ -104,63 +103,3 @@ class GenerationRequest:
     # A LoRA adapter directory (already confined to --adapter-dir): decoded unbatched on the
     # base model with the adapter applied, outside the prompt cache.
     adapter: str | None = None
-
-
-@dataclass(frozen=True)
-class TopLogprob:
-    token: str
-    logprob: float
-    bytes: tuple[int, ...]
-    token_id: int = -1
-
-
-@dataclass(frozen=True)
-class TokenLogprob:
-    """The sampled token with its log probability and the most likely alternatives."""
-
-    token_id: int
-    token: str
-    logprob: float
-    bytes: tuple[int, ...]
-    top: tuple[TopLogprob, ...] = ()
-
-
-@dataclass(frozen=True)
-class TokenDelta:
-    """New text released to the client (already held back for stop strings and UTF-8)."""
-
-    text: str
-    token_ids: tuple[int, ...] = ()
-    logprobs: tuple[TokenLogprob, ...] = ()
-
-
-@dataclass(frozen=True)
-class DraftStats:
-    """What a speculative drafter did for one request: tokens it proposed, how many of them
-    the model accepted, and how many verify rounds ran (a round with at least one draft)."""
-
-    kind: str  # "draft-model" or "prompt-lookup"
-    drafted: int = 0
-    accepted: int = 0
-    rounds: int = 0
-
-
-@dataclass(frozen=True)
-class Finished:
-    """The last event of every request."""
-
-    reason: FinishReason
-    prompt_tokens: int
-    completion_tokens: int
-    error: str | None = None
-    stop_string: str | None = None
-    # Prompt tokens served from the prompt cache: accounting, not part of the outcome.
-    cached_tokens: int = field(default=0, compare=False)
-    # Set when a drafter ran at least one verify round for this request.
-    draft: DraftStats | None = field(default=None, compare=False)
-    # Engine-measured: slot start to the first token (prefill), first token to the end.
-    prompt_ms: float = field(default=0.0, compare=False)
-    predicted_ms: float = field(default=0.0, compare=False)
-
-
-EngineEvent = TokenDelta | Finished

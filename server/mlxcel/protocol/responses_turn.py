@@ -1,5 +1,6 @@
 """A Responses request resolved against the stores: the earlier turns it continues, the
-prompt, the tools; and storing the finished turn."""
+prompt, the tools, how its output is read; its ``GenerationRequest``; and storing the finished
+turn."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..chat.forcing import constrain
+from ..chat.output import OutputSetup, output_setup
 from ..chat.template import render_chat
 from ..chat.thinking_budget import budget_factory
+from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
-from ..engine.request import GenerationRequest, LogitsProcessorFactory, VisionInputs
 from ..errors import InvalidRequestError
-from ..protocol.responses import (
+from ..generation import GenerationRequest, LogitsProcessorFactory, VisionInputs
+from ..responses_store import ResponsesStores, StoredResponse
+from .responses import (
     ResponsesRequest,
     chat_tool_choice,
     chat_tools,
@@ -20,9 +24,7 @@ from ..protocol.responses import (
     new_id,
     response_format_of,
 )
-from ..protocol.responses_input import input_messages, output_messages
-from ..responses_store import ResponsesStores, StoredResponse
-from .state import AppState
+from .responses_input import input_messages, output_messages
 
 
 @dataclass
@@ -33,7 +35,7 @@ class PreparedTurn:
     history: list[dict[str, Any]]  # earlier turns + this input, without instructions
     tools: list[dict[str, Any]] | None
     prompt: list[int]
-    opens_reasoning: bool
+    output: OutputSetup  # how the generated text is read (reasoning markers, tool format)
     # grammar for a forced tool choice or a json_schema text.format
     constraints: tuple[LogitsProcessorFactory, ...] = ()
     vision: VisionInputs | None = None  # input_image parts, on a vision-language model
@@ -76,16 +78,17 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
     messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
                                       response_format_of(body), max_tokens)
     rendered = render_chat(model, messages, tools=tools)
-    prompt = rendered.tokens
-    opens = model.decode(prompt[-4:]).endswith("<think>\n")
-    thinking = budget_factory(model, body.thinking_budget(), opens)
+    output = output_setup(model, rendered.text, tools)
+    thinking = budget_factory(model, body.thinking_budget(), output.starts_in_reasoning,
+                              output.reasoning)
     if thinking is not None:
         constraints = (thinking, *constraints)
-    return PreparedTurn(body, history, tools, prompt, opens, constraints, rendered.vision)
+    return PreparedTurn(body, history, tools, rendered.tokens, output, constraints,
+                        rendered.vision)
 
 
-def generation_request(turn: PreparedTurn, state: AppState, context: int) -> GenerationRequest:
-    defaults = state.config.defaults
+def generation_request(turn: PreparedTurn, defaults: GenerationDefaults,
+                       context: int) -> GenerationRequest:
     default = defaults.n_predict
     if turn.body.context_management is not None:
         # With context management, generation may use all the context left after the prompt.

@@ -1,0 +1,80 @@
+"""The NumPy decode path, opt-in (``--numpy-decode``, ``MLXCEL_NUMPY_DECODE=1``): on MLX's CPU
+backend, dense llama-family models (llama, mistral, qwen2, qwen3) read prompts and generate
+tokens with a forward pass in numpy instead of MLX. It is a Linux-CPU decode kernel that
+bypasses MLX for those steps, so it is off by default: the reference server runs on MLX, and the
+goldens and CI test the MLX path. Greedy tokens equal the MLX path's on every llama-family
+fixture and logprobs differ by less than 1e-4 (server/tests/test_numpy_decode.py).
+
+Why: on the CPU, MLX dispatches every operation of a step to its stream thread (a few
+microseconds each, ~170 operations per step for two layers), and its float32 products go
+through the system BLAS's general matrix product, which packs the weight matrix even for a
+single row. numpy's bundled OpenBLAS multiplies a row by a matrix at two to three times the
+speed, and a numpy step runs in the engine thread with no hand-off. Measured in
+benchmarks/README.md ("The NumPy decode path").
+
+``extract`` raises ``Unsupported`` for anything else (quantized weights, other rotary
+embeddings, sliding windows, other architectures); those models keep mlx-lm's
+``BatchGenerator``, as does every model when the path is not asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+
+from .batch import NumpyBatch, Response
+from .parallel import Workers
+from .weights import Unsupported, Weights, extract
+
+# Threads for large matrix products (parallel.Workers; numpy's own BLAS runs single-threaded).
+# One by default: on the shared 2-core machine it was measured on, splitting never found a free
+# core and cost 8-17% (benchmarks/README.md); MLXCEL_NUMPY_THREADS=N splits over N.
+THREADS_ENV = "MLXCEL_NUMPY_THREADS"
+
+log = logging.getLogger("mlxcel.engine")
+
+__all__ = ["NumpyBatch", "Response", "Unsupported", "Weights", "available", "extract",
+           "numpy_weights"]
+
+
+def available() -> bool:
+    """On MLX's CPU backend (the switch itself is ``EngineConfig.numpy_decode``)."""
+    return bool(mx.default_device() == mx.cpu)
+
+
+def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
+    """The weights for the NumPy path when it is ``wanted`` and applies to ``model``."""
+    if not wanted or not available():
+        return None
+    try:
+        weights = extract(model)
+    except Unsupported as exc:
+        log.info("NumPy decode path not used: %s", exc)
+        return None
+    limit_numpy_blas(1)
+    threads = int(os.environ.get(THREADS_ENV) or 1)
+    weights.matmul = Workers(threads).matmul
+    log.info("decoding on the NumPy path (--numpy-decode), large products on %d thread(s)",
+             threads)
+    return weights
+
+
+def limit_numpy_blas(threads: int) -> int:
+    """Set the thread count of the BLAS bundled with numpy (only that one: an OpenBLAS that MLX
+    was given through ``LD_PRELOAD`` keeps its own); returns ``threads``, or 0 when numpy's BLAS
+    was not found. Its own threads spin between calls: see ``parallel.py``."""
+    from threadpoolctl import ThreadpoolController
+
+    numpy_root = Path(np.__file__).resolve().parent.parent
+    done = 0
+    for library in ThreadpoolController().lib_controllers:
+        if library.user_api == "blas" and Path(library.filepath).resolve().is_relative_to(
+                numpy_root) and "numpy" in library.filepath:
+            library.set_num_threads(max(1, threads))
+            done += 1
+    return threads if done else 0

@@ -1,0 +1,105 @@
+"""The keys and values of every sequence in a NumPy batch, in one array per kind, and the
+conversion to and from mlx-lm's ``KVCache`` (the prompt cache and the single-sequence lane
+hold those).
+
+``(layers, slots, kv_heads, capacity, head_dim)``: a sequence owns a slot, and the occupied
+slots are always ``0..count-1`` (a removed sequence's slot takes the last one's), so the
+decoding sequences' keys at one layer are a strided view, ``keys[layer, a:b]``, that one
+batched product reads without copying. Slots and capacity grow by reallocation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+from mlx_lm.models.cache import KVCache
+
+# Capacity grows in steps of this many positions (as mlx-lm's KVCache does).
+STEP = 256
+
+
+class KVPool:
+    def __init__(self, layers: int, kv_heads: int, head_dim: int) -> None:
+        self.layers, self.kv_heads, self.head_dim = layers, kv_heads, head_dim
+        self.keys = np.zeros((layers, 0, kv_heads, 0, head_dim), np.float32)
+        self.values = np.zeros_like(self.keys)
+        self.lengths: list[int] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.values.nbytes)
+
+    def _resize(self, slots: int, capacity: int) -> None:
+        shape = (self.layers, slots, self.kv_heads, capacity, self.head_dim)
+        used = max(self.lengths, default=0)
+        for name in ("keys", "values"):
+            grown = np.zeros(shape, np.float32)
+            grown[:, :self.count, :, :used] = getattr(self, name)[:, :self.count, :, :used]
+            setattr(self, name, grown)
+
+    def reserve(self, length: int) -> None:
+        """Room for ``length`` positions in every slot."""
+        if length > self.keys.shape[3]:
+            self._resize(self.keys.shape[1], -(-length // STEP) * STEP)
+
+    def add(self, caches: list[Any] | None = None) -> int:
+        """A new slot, empty or holding a copy of a per-layer ``KVCache`` list (batch 1)."""
+        if self.count == self.keys.shape[1]:
+            self._resize(max(4, 2 * self.count), self.keys.shape[3])
+        slot = self.count
+        self.lengths.append(0)
+        if caches:
+            self._read(slot, caches)
+        return slot
+
+    def remove(self, slot: int) -> int | None:
+        """Free ``slot``; the last slot's sequence moves into it. Returns the moved sequence's
+        old slot (its new one is ``slot``), or None when ``slot`` was the last."""
+        last = self.count - 1
+        if slot == last:
+            self.lengths.pop()
+            return None
+        length = self.lengths[last]
+        self.keys[:, slot, :, :length] = self.keys[:, last, :, :length]
+        self.values[:, slot, :, :length] = self.values[:, last, :, :length]
+        self.lengths[slot] = length
+        self.lengths.pop()
+        return last
+
+    def _read(self, slot: int, caches: list[Any]) -> None:
+        if len(caches) != self.layers:
+            raise ValueError(f"{len(caches)} caches for {self.layers} layers")
+        length = int(getattr(caches[0], "offset", 0) or 0)
+        self.reserve(length)
+        for layer, cache in enumerate(caches):
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"cannot read a {type(cache).__name__}")
+            if int(cache.offset) != length:
+                raise ValueError("layers hold different lengths")
+            if length:
+                stored: Any = cache.keys, cache.values
+                keys = stored[0][0, :, :length].astype(mx.float32)
+                values = stored[1][0, :, :length].astype(mx.float32)
+                mx.eval(keys, values)
+                self.keys[layer, slot, :, :length] = np.asarray(keys)
+                self.values[layer, slot, :, :length] = np.asarray(values)
+        self.lengths[slot] = length
+
+    def to_mlx(self, slot: int, dtype: mx.Dtype = mx.float32) -> list[KVCache]:
+        """Per-layer ``KVCache`` objects holding a copy of the slot's filled positions."""
+        length = self.lengths[slot]
+        out = []
+        for layer in range(self.layers):
+            cache = KVCache()
+            if length:
+                keys = mx.array(self.keys[layer, slot, None, :, :length]).astype(dtype)
+                values = mx.array(self.values[layer, slot, None, :, :length]).astype(dtype)
+                cache.state = (keys, values, length)
+            out.append(cache)
+        return out

@@ -1,0 +1,276 @@
+"""The NumPy decode path (engine/numpy_decode/, opt-in with ``--numpy-decode``) against mlx-lm
+on the fixture models: the same logits to float32 rounding, the same greedy tokens as the MLX
+path on every llama-family fixture with logprobs within ``LOGPROB_TOLERANCE``, prompts read in
+chunks, caches handed to and from MLX, the models it must refuse, and off unless asked for."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+import pytest
+from mlx_lm import load
+from mlx_lm.generate import generate_step
+from mlx_lm.models import gemma, llama
+from mlx_lm.models.cache import make_prompt_cache
+
+from mlxcel.cli import build_parser
+from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_weights
+from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
+from mlxcel.engine.numpy_decode.kv import KVPool
+from mlxcel.engine.numpy_decode.parallel import Workers, product
+from mlxcel.engine.worker import EngineConfig
+
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+# The NumPy path's logprobs against the MLX path's, any token of the vocabulary, any step: the
+# largest difference measured over the llama-family fixtures is 5e-5 (float32 sums in another
+# order; greedy tokens never differed).
+LOGPROB_TOLERANCE = 1e-4
+LLAMA_FAMILY = sorted(
+    d.name for d in MODELS.iterdir() if (d / "config.json").is_file()
+    and json.loads((d / "config.json").read_text()).get("model_type") in (
+        "llama", "mistral", "qwen2", "qwen3"))
+
+
+@pytest.fixture(scope="module")
+def loaded() -> tuple[Any, Any]:
+    model, tokenizer = load(str(MODELS / "qwen3-tiny"))[:2]
+    return model, tokenizer
+
+
+def _prompt(tokenizer: Any, text: str) -> list[int]:
+    ids: list[int] = tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                   add_generation_prompt=True)
+    return ids
+
+
+def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
+    return [int(token) for token, _ in generate_step(
+        mx.array(prompt), model, max_tokens=n, sampler=lambda x: mx.argmax(x, axis=-1))]
+
+
+def _pool(weights: Any) -> KVPool:
+    return KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim)
+
+
+def test_logits_match_mlx_to_float32_rounding(loaded: tuple[Any, Any]) -> None:
+    model, tokenizer = loaded
+    prompt = _prompt(tokenizer, "Tell me about the sea.")
+    expected = np.asarray(model(mx.array(prompt)[None])[0, -1])
+    weights = extract(model)
+    pool = _pool(weights)
+    got = forward(weights, RopeTable(weights), pool, [Piece(pool.add(), prompt)])[0]
+    assert got.shape == expected.shape
+    assert np.max(np.abs(got - expected)) < 1e-4 * max(1.0, float(np.max(np.abs(expected))))
+    assert int(np.argmax(got)) == int(np.argmax(expected))
+
+
+def test_a_prompt_read_in_chunks_is_the_prompt_read_at_once(loaded: tuple[Any, Any]) -> None:
+    model, tokenizer = loaded
+    weights = extract(model)
+    rope = RopeTable(weights)
+    prompt = _prompt(tokenizer, "Tell me a long story about a cat who learns to sail.")
+    pool = _pool(weights)
+    whole, chunked = pool.add(), pool.add()
+    at_once = forward(weights, rope, pool, [Piece(whole, prompt)])[0]
+    for start in range(0, len(prompt), 7):
+        last = forward(weights, rope, pool, [Piece(chunked, prompt[start:start + 7])])[0]
+    assert pool.lengths == [len(prompt)] * 2
+    np.testing.assert_allclose(last, at_once, rtol=1e-5, atol=1e-5)
+    n = len(prompt)
+    np.testing.assert_allclose(pool.keys[:, chunked, :, :n], pool.keys[:, whole, :, :n],
+                               rtol=1e-5, atol=1e-5)
+
+
+def _drain(batch: NumpyBatch) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    while len(batch):
+        _, responses = batch.next()
+        for response in responses:
+            out.setdefault(response.uid, []).append(response)
+    return out
+
+
+def test_greedy_tokens_are_mlx_lm_s_alone_and_in_a_batch(loaded: tuple[Any, Any]) -> None:
+    model, tokenizer = loaded
+    prompts = [_prompt(tokenizer, text) for text in
+               ("Tell me a story.", "What is 2 + 2?", "Name three colours of the sea.")]
+    expected = [_greedy(model, p, 32) for p in prompts]
+    batch = NumpyBatch(extract(model), prefill_step_size=16)  # prompts read over steps
+    uids = batch.insert(prompts, [32] * 3)
+    responses = _drain(batch)
+    for uid, tokens in zip(uids, expected, strict=True):
+        assert [r.token for r in responses[uid]] == tokens
+        assert [r.finish_reason for r in responses[uid]] == [None] * 31 + ["length"]
+    alone = NumpyBatch(extract(model))
+    (uid,) = alone.insert(prompts[1:2], [32])
+    assert [r.token for r in _drain(alone)[uid]] == expected[1]
+
+
+@pytest.mark.parametrize("name", LLAMA_FAMILY)
+def test_greedy_tokens_and_logprobs_are_the_mlx_path_s_on_every_llama_family_fixture(
+        name: str) -> None:
+    """What ``--numpy-decode`` changes on each fixture it serves: greedy tokens are the MLX
+    path's (mlx-lm's ``generate_step``) token for token, in a batch with prompts read over
+    steps, and every logprob of the vocabulary is within ``LOGPROB_TOLERANCE`` of MLX's."""
+    model, tokenizer = load(str(MODELS / name))[:2]
+    prompts = [_prompt(tokenizer, text) for text in ("Tell me a story.", "What is 2 + 2?")]
+    expected = [list(generate_step(mx.array(p), model, max_tokens=24,
+                                   sampler=lambda x: mx.argmax(x, axis=-1))) for p in prompts]
+    batch = NumpyBatch(extract(model), prefill_step_size=8)
+    uids = batch.insert(prompts, [24] * 2)
+    responses = _drain(batch)
+    for uid, steps in zip(uids, expected, strict=True):
+        assert [r.token for r in responses[uid]] == [int(token) for token, _ in steps]
+        worst = max(float(np.max(np.abs(np.asarray(r.logprobs) - np.asarray(logprobs))))
+                    for r, (_, logprobs) in zip(responses[uid], steps, strict=True))
+        assert worst < LOGPROB_TOLERANCE, f"{name}: logprobs differ by {worst:.2e}"
+
+
+def test_the_numpy_path_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine runs MLX by default; ``--numpy-decode`` or ``MLXCEL_NUMPY_DECODE=1`` opts in,
+    and the weights are only extracted when asked for."""
+    monkeypatch.delenv("MLXCEL_NUMPY_DECODE", raising=False)
+    assert EngineConfig(model="m").numpy_decode is False
+    assert build_parser().parse_args([]).numpy_decode is False
+    assert build_parser().parse_args(["--numpy-decode"]).numpy_decode is True
+    monkeypatch.setenv("MLXCEL_NUMPY_DECODE", "1")
+    assert build_parser().parse_args([]).numpy_decode is True
+    monkeypatch.setenv("MLXCEL_NUMPY_DECODE", "0")
+    assert build_parser().parse_args([]).numpy_decode is False
+    model = load(str(MODELS / "qwen3-tiny"))[0]
+    assert numpy_weights(model, wanted=False) is None
+    assert numpy_weights(model, wanted=True) is not None
+
+
+def test_sequences_leaving_and_joining_keep_every_other_sequence_s_tokens(
+        loaded: tuple[Any, Any]) -> None:
+    """Slots are compacted when a sequence leaves (the last one moves into the hole), and a
+    sequence may join while others decode: nobody's tokens change."""
+    model, tokenizer = loaded
+    prompts = [_prompt(tokenizer, text) for text in
+               ("Tell me a story.", "What is 2 + 2?", "Name three colours of the sea.",
+                "Say hello.")]
+    expected = [_greedy(model, p, 30) for p in prompts]
+    batch = NumpyBatch(extract(model), prefill_step_size=64)
+    uids = batch.insert(prompts[:3], [5, 30, 30])
+    got: dict[int, list[int]] = {uid: [] for uid in uids}
+    late = dropped = None
+    for step in range(40):
+        for response in batch.next()[1]:
+            got[response.uid].append(response.token)
+        if step == 8:  # the first has left; the middle one leaves too, a fourth joins
+            batch.remove([uids[1]])
+            dropped = len(got[uids[1]])
+            (late,) = batch.insert(prompts[3:], [30])
+            got[late] = []
+    assert late is not None and dropped is not None and not len(batch)
+    assert batch.pool.nbytes == 0  # an empty batch gave its keys and values back
+    assert got[uids[0]] == expected[0][:5]
+    assert got[uids[1]] == expected[1][:dropped]
+    assert got[uids[2]] == expected[2] and got[late] == expected[3]
+
+
+def test_a_finished_sequence_hands_back_its_cache_and_a_hit_continues_it(
+        loaded: tuple[Any, Any]) -> None:
+    model, tokenizer = loaded
+    weights = extract(model)
+    prompt = _prompt(tokenizer, "Tell me a story.")
+    expected = _greedy(model, prompt, 24)
+    batch = NumpyBatch(weights)
+    (uid,) = batch.insert([prompt], [10])
+    last = _drain(batch)[uid][-1]
+    assert last.finish_reason == "length" and last.prompt_cache is not None
+    # The last token is handed out, not yet fed: the cache holds everything before it.
+    assert last.all_tokens == prompt + expected[:9]
+    assert [int(c.offset) for c in last.prompt_cache] == [len(prompt) + 9] * len(weights.layers)
+    # Continue from the returned cache, as a prompt-cache hit does.
+    again = NumpyBatch(weights)
+    (uid,) = again.insert([expected[9:10]], [14], caches=[last.prompt_cache],
+                          all_tokens=[last.all_tokens])
+    assert [r.token for r in _drain(again)[uid]] == expected[10:24]
+
+
+def test_an_mlx_cache_is_read_and_removal_returns_what_was_fed(loaded: tuple[Any, Any]) -> None:
+    model, tokenizer = loaded
+    prompt = _prompt(tokenizer, "What is 2 + 2?")
+    cache = make_prompt_cache(model)
+    model(mx.array(prompt[:-1])[None], cache=cache)
+    batch = NumpyBatch(extract(model))
+    (uid,) = batch.insert([prompt[-1:]], [8], caches=[cache], all_tokens=[prompt[:-1]])
+    tokens = [r.token for r in batch.next()[1]] + [r.token for r in batch.next()[1]]
+    assert tokens == _greedy(model, prompt, 2)
+    removed = batch.remove([uid], return_prompt_caches=True)
+    caches, held = removed[uid]
+    assert held == prompt + tokens[:1] and len(batch) == 0
+    keys = np.asarray(caches[0].keys[..., :len(prompt) - 1, :])
+    np.testing.assert_allclose(keys, np.asarray(cache[0].keys[..., :len(prompt) - 1, :]),
+                               rtol=0, atol=0)
+
+
+def test_logprobs_are_read_only_when_asked_and_sum_to_one(loaded: tuple[Any, Any]) -> None:
+    model, tokenizer = loaded
+    batch = NumpyBatch(extract(model))
+    batch.insert([_prompt(tokenizer, "Hi")], [2])
+    (response,) = batch.next()[1]
+    assert "logprobs" not in response.__dict__  # a cached_property not computed yet
+    logprobs = np.asarray(response.logprobs)
+    assert abs(float(np.exp(logprobs).sum()) - 1.0) < 1e-4
+    assert int(np.argmax(logprobs)) == response.token
+
+
+@pytest.mark.parametrize("traditional", [False, True])
+def test_rotary_embedding_matches_mlx(traditional: bool, loaded: tuple[Any, Any]) -> None:
+    weights = extract(loaded[0])
+    weights.rope_traditional, weights.rope_scale = traditional, 0.5
+    x = np.random.default_rng(0).standard_normal((5, 4, weights.head_dim)).astype(np.float32)
+    positions = np.array([0, 1, 2, 700, 30000])
+    got = RopeTable(weights).at(positions)(x)
+    for row, position in enumerate(positions):
+        expected = mx.fast.rope(mx.array(x[row:row + 1].transpose(1, 0, 2))[None],
+                                weights.head_dim, traditional=traditional,
+                                base=weights.rope_base, scale=0.5, offset=int(position))
+        np.testing.assert_allclose(got[row], np.asarray(expected[0, :, 0]), atol=2e-3)
+
+
+def test_models_it_cannot_reproduce_keep_mlx_lm(loaded: tuple[Any, Any]) -> None:
+    model, _ = loaded
+    quantized, _ = load(str(MODELS / "qwen3-tiny"))[:2]
+    nn.quantize(quantized, group_size=32, bits=8)
+    with pytest.raises(Unsupported, match="QuantizedLinear"):
+        extract(quantized)
+    tiny = {"hidden_size": 32, "num_hidden_layers": 2, "intermediate_size": 64,
+            "num_attention_heads": 2, "head_dim": 16, "rms_norm_eps": 1e-6, "vocab_size": 64,
+            "num_key_value_heads": 1}
+    with pytest.raises(Unsupported, match="architecture"):
+        extract(gemma.Model(gemma.ModelArgs.from_dict({**tiny, "model_type": "gemma"})))
+    sliding = llama.Model(llama.ModelArgs.from_dict(
+        {**tiny, "model_type": "llama", "sliding_window": 8,
+         "layer_types": ["sliding_attention", "full_attention"]}))
+    with pytest.raises(Unsupported, match="sliding"):
+        extract(sliding)
+    # Every llama-family fixture the server ships is taken.
+    for name in ("llama3-tiny", "mistral-tiny", "qwen3-coder-tiny", "qwen3-tiny-draft"):
+        assert extract(load(str(MODELS / name))[0]).vocab_size > 0
+
+
+def test_large_products_split_over_threads_give_the_same_result() -> None:
+    workers = Workers(3)
+    try:
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((16, 512)).astype(np.float32)
+        w_t = rng.standard_normal((1536, 512)).astype(np.float32).T  # a transposed view
+        np.testing.assert_allclose(workers.matmul(x, w_t), x @ w_t, rtol=1e-5, atol=1e-4)
+        small = x[:1, :8] @ w_t[:8, :4]
+        np.testing.assert_array_equal(workers.matmul(x[:1, :8], w_t[:8, :4]), small)
+        for rows in (1, 2, 3, 6, 7):  # a few rows go row by row, more as one product
+            np.testing.assert_allclose(product(x[:rows], w_t), x[:rows] @ w_t, rtol=1e-5,
+                                       atol=1e-4)
+        with pytest.raises(ValueError):  # a worker's failure reaches the caller
+            workers.matmul(x, rng.standard_normal((511, 4096)).astype(np.float32))
+    finally:
+        workers.close()
