@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
-from ..engine.request import GenerationRequest
+from ..generation import GenerationRequest
 from ..errors import NotSupported
 from ..protocol.body import parse_json_object, validate_model
 from ..protocol.native import NativeCompletionRequest, to_generation_requests
