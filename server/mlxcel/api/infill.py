@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
-from ..generation import GenerationRequest
 from ..errors import NotSupported
+from ..generation import GenerationRequest
 from ..protocol.body import parse_json_object, validate_model
 from ..protocol.native import NativeCompletionRequest, to_generation_requests
 from .native import run_native
