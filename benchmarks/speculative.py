@@ -55,7 +55,7 @@ class Tally:
 def serve(**engine: Any) -> Iterator[TestClient]:
     config = ServerConfig(model=str(MODEL), parallel=1, draft_model=engine.get("draft_model"))
     eng = Engine(EngineConfig(model=str(MODEL), parallel=1, cache_prompt=False, **engine))
-    with TestClient(create_app(config, eng)) as client:
+    with TestClient(create_app(config, eng), base_url="http://127.0.0.1") as client:
         if not eng.wait_ready(120):
             raise SystemExit(f"engine failed to load: {eng.load_error}")
         yield client

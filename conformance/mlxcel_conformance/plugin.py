@@ -28,6 +28,9 @@ from .report_html import HTML_NAME, render_report
 from .sdk_clients import refused
 from .target import ReferenceServer, Target
 
+# The robustness family's options and its whole-run watch (opt-in: --robustness).
+pytest_plugins = ["mlxcel_conformance.robustness_plugin"]
+
 _REPORT_KEY = pytest.StashKey[Report]()
 _PROFILE_KEY = pytest.StashKey[Profile]()
 _TARGET_KEY = pytest.StashKey[Target]()

@@ -23,6 +23,10 @@ Decisions recorded here:
   `images` likewise checks generation and edits (PNG shape, seeds, the documented 400s and 415)
   on a server started with `--image-model`, and reports them UNSUPPORTED where generation
   answers 501.
+- `robustness` (hostile requests, run only with `--robustness`) is claimed by every local
+  server (`mlxcel`, `mlx-lm`, `llama-server`), never by `openai`: no one fuzzes a paid API.
+  Each of its inputs names its route's family, so a route the profile does not claim is
+  UNSUPPORTED for that input.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ FAMILIES: tuple[str, ...] = (
     "mlxcel-ext",
     # mlx-lm's documented chat fields (integer logprobs, penalty windows, adapters, ...).
     "mlx-lm-fields",
+    # Hostile requests against the server's availability; opt-in (--robustness).
+    "robustness",
 )
 
 # mlxcel's own features and refusals, checked only where a profile claims them: the names a
@@ -138,7 +144,8 @@ PROFILES: dict[str, Profile] = {
                 ALL_EXTENSIONS, current_shapes=True),
         Profile(
             "mlx-lm",
-            frozenset({"chat", "completions", "models", "health", "sdk-openai", "mlx-lm-fields"}),
+            frozenset({"chat", "completions", "models", "health", "sdk-openai", "mlx-lm-fields",
+                       "robustness"}),
             "mlx_lm.server",
         ),
         Profile(

@@ -33,6 +33,7 @@ class Target:
     model: str | None = None
     self_started: bool = False
     log_path: Path | None = None
+    pid: int | None = None  # the server's process, when this machine started it
 
     @property
     def auth_headers(self) -> dict[str, str]:
@@ -121,7 +122,8 @@ class ReferenceServer:
         finally:
             log.close()
         self._wait_healthy()
-        return Target(self.base_url, self.api_key, None, True, self.log_path)
+        return Target(self.base_url, self.api_key, None, True, self.log_path,
+                      self.process.pid if self.process else None)
 
     def _wait_healthy(self) -> None:
         assert self.process is not None

@@ -15,7 +15,7 @@ def test_mlxcel_claims_everything() -> None:
 def test_mlx_lm() -> None:
     profile = get_profile("mlx-lm")
     assert profile.families == {"chat", "completions", "models", "health", "sdk-openai",
-                                "mlx-lm-fields"}
+                                "mlx-lm-fields", "robustness"}
     for family in ("tokenize", "auth", "responses", "anthropic", "llama-native", "embeddings"):
         assert not profile.claims(family)
 

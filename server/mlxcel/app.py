@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import pkgutil
 from collections.abc import AsyncIterator
@@ -9,13 +10,16 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
-from . import __version__, api
+from . import __version__, api, limits
 from .api.auth import ApiKeyMiddleware
+from .api.guard import GuardSettings, RequestGuard
 from .api.handlers import install_error_handlers
 from .api.state import AppState
 from .audio.gate import AudioOnlyGate
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
+from .http_server import install_accept_error_limiter
+from .memory import trim_after_large_bodies
 
 
 def family_routers() -> list[APIRouter]:
@@ -33,15 +37,19 @@ def family_routers() -> list[APIRouter]:
 def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
     """Build the app; the engine (and the model load) starts with the app's lifespan."""
     engine = engine or Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size))
+    limits.install(config.limits)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        install_accept_error_limiter(asyncio.get_running_loop())
+        trimmer = asyncio.create_task(trim_after_large_bodies())
         # An audio-only server (--audio-model) loads no text model at all.
         if engine.state == "loading" and not engine.started and not config.audio_model:
             engine.start()
         try:
             yield
         finally:  # also when a router's lifespan (an image or audio model's load) fails
+            trimmer.cancel()
             engine.stop()
 
     app = FastAPI(
@@ -60,4 +68,5 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
         app.add_middleware(AudioOnlyGate, model_name=app.state.mlxcel.model_name)
     if config.api_key:
         app.add_middleware(ApiKeyMiddleware, api_key=config.api_key)
+    app.add_middleware(RequestGuard, settings=GuardSettings.of(config))  # outermost: first
     return app

@@ -24,6 +24,8 @@ from .engine.distributed import (
 )
 from .engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from .engine.worker import Engine, EngineConfig
+from .http_server import guarded_protocol, raise_open_file_limit
+from .limits import RequestLimits
 from .media.policy import (
     DEFAULT_DECODE_TIMEOUT_S,
     DEFAULT_FETCH_TIMEOUT_S,
@@ -33,6 +35,7 @@ from .media.policy import (
     MediaPolicy,
     policy_from_settings,
 )
+from .memory import limit_malloc_arenas
 from .observability import start_metrics_server
 
 
@@ -113,12 +116,96 @@ def build_parser() -> argparse.ArgumentParser:
         "else mean) [env LLAMA_ARG_POOLING]")
     add_image_flags(p)
     add_audio_flags(p)
+    add_limit_flags(p)
     add("--adapter-dir", default=_env("MLXCEL_ADAPTER_DIR"),
         help="directory of LoRA adapters that a request's mlx-lm `adapters` field may name; "
         "without it such requests get 400 [env MLXCEL_ADAPTER_DIR]")
     add("--log-level", default=_env("MLXCEL_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"])
     return p
+
+
+def _int_env(name: str, default: int) -> int:
+    return int(_env(name, str(default)) or default)
+
+
+def _float_env(name: str, default: float) -> float:
+    return float(_env(name, str(default)) or default)
+
+
+def _list_env(name: str) -> list[str]:
+    return [v.strip() for v in (_env(name, "") or "").split(",") if v.strip()]
+
+
+def add_limit_flags(p: argparse.ArgumentParser) -> None:
+    """What one request may cost, how long a client may take, and who may call (docs/limits.md)."""
+    add, d = p.add_argument, RequestLimits()
+    add("--max-body-bytes", type=int, default=_int_env("MLXCEL_MAX_BODY_BYTES", d.max_body_bytes),
+        help=f"largest request body on any route; larger is 413 before it is read (default "
+        f"{d.max_body_bytes}) [env MLXCEL_MAX_BODY_BYTES]")
+    add("--max-json-values", type=int, default=d.max_json_values,
+        help=f"most array items and object members in a JSON body (objects and arrays: a "
+        f"twentieth of it); more is 413 before it is parsed (default {d.max_json_values})")
+    add("--max-json-depth", type=int, default=d.max_json_depth,
+        help=f"deepest nesting of a JSON body (default {d.max_json_depth})")
+    add("--max-stop-strings", type=int, default=d.max_stop_strings,
+        help=f"most stop strings per request (default {d.max_stop_strings})")
+    add("--max-stop-chars", type=int, default=d.max_stop_chars,
+        help=f"longest stop string, in characters (default {d.max_stop_chars})")
+    add("--max-dry-breakers", type=int, default=d.max_dry_breakers,
+        help=f"most dry_sequence_breakers per request (default {d.max_dry_breakers})")
+    add("--dry-breaker-chars", type=int, default=d.dry_breaker_chars,
+        help=f"characters kept of each string DRY breaker, as llama.cpp cuts them (default "
+        f"{d.dry_breaker_chars})")
+    add("--max-logit-bias", type=int, default=d.max_logit_bias,
+        help=f"most logit_bias entries per request; more is 400 before they are validated "
+        f"(default {d.max_logit_bias})")
+    add("--max-tokenize-chars", type=int, default=d.max_tokenize_chars,
+        help=f"longest text tokenized at once (a prompt, a message list as rendered, "
+        f"/tokenize content); longer is 400 context_length_exceeded (default "
+        f"{d.max_tokenize_chars})")
+    add("--max-schema-depth", type=int, default=d.max_schema_depth,
+        help=f"deepest nesting of a tool or response_format JSON schema (default "
+        f"{d.max_schema_depth})")
+    add("--prepare-threads", type=int, default=d.prepare_threads,
+        help=f"worker threads that parse, render and tokenize requests off the event loop "
+        f"(default {d.prepare_threads})")
+    add("--timeout-header", type=float, default=_float_env("MLXCEL_TIMEOUT_HEADER", 10.0),
+        help="seconds a request's headers may take to arrive; then 408 and close (default 10) "
+        "[env MLXCEL_TIMEOUT_HEADER]")
+    add("--timeout-read", type=float, default=_float_env("MLXCEL_TIMEOUT_READ", 15.0),
+        help="seconds a request body may pause between two reads; then 408 (default 15) "
+        "[env MLXCEL_TIMEOUT_READ]")
+    add("--timeout-keep-alive", type=float, default=_float_env("MLXCEL_TIMEOUT_KEEP_ALIVE", 5.0),
+        help="seconds an idle kept-alive connection stays open (default 5) "
+        "[env MLXCEL_TIMEOUT_KEEP_ALIVE]")
+    add("--allowed-origins", default=",".join(_list_env("MLXCEL_ALLOWED_ORIGINS")),
+        help="comma-separated browser origins (e.g. http://localhost:3000) allowed to call the "
+        "server besides its own; '*' allows any; a request with another Origin gets 403 "
+        "[env MLXCEL_ALLOWED_ORIGINS]")
+    add("--allowed-hosts", default=",".join(_list_env("MLXCEL_ALLOWED_HOSTS")),
+        help="comma-separated Host names a server bound to loopback also answers ('*': any); "
+        "others get 403 (DNS rebinding) [env MLXCEL_ALLOWED_HOSTS]")
+    add("--responses-store-max-bytes", type=int, default=256 * 1024 * 1024,
+        help="bytes each Responses API store (responses, conversations) may hold; the oldest "
+        "entries go first (default 268435456)")
+
+
+def request_limits(args: argparse.Namespace) -> RequestLimits:
+    return RequestLimits(
+        max_body_bytes=max(1, args.max_body_bytes), max_json_values=max(1, args.max_json_values),
+        max_json_depth=max(2, args.max_json_depth), max_stop_strings=max(0, args.max_stop_strings),
+        max_stop_chars=max(1, args.max_stop_chars), max_dry_breakers=max(0, args.max_dry_breakers),
+        dry_breaker_chars=max(1, args.dry_breaker_chars),
+        max_logit_bias=max(0, args.max_logit_bias),
+        max_tokenize_chars=max(1, args.max_tokenize_chars),
+        max_schema_depth=max(1, args.max_schema_depth),
+        prepare_threads=max(1, args.prepare_threads),
+    )
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
 def add_audio_flags(p: argparse.ArgumentParser) -> None:
@@ -369,10 +456,18 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         image_model=args.image_model or None,
         image_max_queue=args.image_max_queue,
         image_timeout_s=args.image_timeout,
+        limits=request_limits(args),
+        allowed_origins=_split(args.allowed_origins),
+        allowed_hosts=_split(args.allowed_hosts),
+        timeout_header_s=max(0.1, args.timeout_header),
+        timeout_read_s=max(0.1, args.timeout_read),
+        timeout_keep_alive_s=max(0.1, args.timeout_keep_alive),
+        responses_store_max_bytes=max(0, args.responses_store_max_bytes),
     )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    limit_malloc_arenas()  # before any thread starts (memory.py)
     parser = build_parser()
     args = parser.parse_args(argv)
     _refuse_unavailable_backends(parser, args)
@@ -387,12 +482,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     app = create_app(config, engine)
     if config.metrics_port:
         start_metrics_server(config.metrics_port, engine, config)
+    raise_open_file_limit()
     server = uvicorn.Server(
         # asyncio and h11 even where uvicorn[standard] is installed: measured here, a single
         # stream decoded ~2.5x slower with httptools and ~4x with httptools + uvloop (the
-        # loop thread holds the GIL the engine thread needs; benchmarks/README.md).
+        # loop thread holds the GIL the engine thread needs; benchmarks/README.md). The h11
+        # protocol closes connections whose headers never finish (http_server.py).
         uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level,
-                       loop="asyncio", http="h11")
+                       loop="asyncio", http=guarded_protocol(config.timeout_header_s),
+                       timeout_keep_alive=max(1, round(config.timeout_keep_alive_s)))
     )
 
     def _fatal() -> None:

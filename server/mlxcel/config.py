@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .limits import RequestLimits
+
 
 @dataclass(frozen=True)
 class GenerationDefaults:
@@ -65,3 +67,12 @@ class ServerConfig:
     adapter_dir: str | None = None
     # --draft-model: the only draft model a request's ``draft_model`` may name (None: 501).
     draft_model: str | None = None
+    # What one request may cost (limits.py), and what reaches the routes (api/guard.py).
+    limits: RequestLimits = field(default_factory=RequestLimits)
+    allowed_origins: tuple[str, ...] = ()  # browser Origins besides the server's own
+    allowed_hosts: tuple[str, ...] = ()  # Host names a loopback server answers besides its own
+    timeout_header_s: float = 10.0  # a request's header block must arrive within this
+    timeout_read_s: float = 15.0  # a body may pause this long between two reads
+    timeout_keep_alive_s: float = 5.0  # an idle kept-alive connection is closed after this
+    # Bytes all stored responses may hold together (oldest evicted first).
+    responses_store_max_bytes: int = 256 * 1024 * 1024

@@ -9,9 +9,11 @@ Anthropic shape on the Anthropic routes)::
     │   └── ContextLengthExceeded    400     invalid_request_error (code context_length_exceeded)
     ├── AuthenticationError          401     invalid_api_key
     │   └── MissingApiKey            401     missing_api_key
+    ├── Forbidden                    403     permission_error (a browser Origin or Host refused)
     ├── RouteNotFound                404     invalid_request_error
     ├── NotFoundError                404     invalid_request_error (a stored object)
     ├── MethodNotAllowed             405     invalid_request_error
+    ├── RequestTimeout               408     request_timeout (the body stopped arriving)
     ├── RequestTooLarge              413     request_too_large
     ├── UnsupportedMediaType         415     invalid_request_error (a JSON-only route's body)
     ├── ServerError                  500     server_error
@@ -95,6 +97,15 @@ class MissingApiKey(AuthenticationError):
     code = "missing_api_key"
 
 
+class Forbidden(MlxcelError):
+    """A request refused for where it comes from: a browser page's Origin, or a Host name a
+    loopback server does not answer to (DNS rebinding)."""
+
+    status = 403
+    type = "permission_error"
+    code = "forbidden"
+
+
 class RouteNotFound(MlxcelError):
     status = 404
     type = "invalid_request_error"
@@ -113,6 +124,12 @@ class MethodNotAllowed(MlxcelError):
     status = 405
     type = "invalid_request_error"
     code = "method_not_allowed"
+
+
+class RequestTimeout(MlxcelError):
+    status = 408
+    type = "request_timeout"
+    code = "request_timeout"
 
 
 class RequestTooLarge(MlxcelError):

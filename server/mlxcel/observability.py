@@ -4,11 +4,13 @@ The metric families are prometheus-client ``Metric`` objects collected by a regi
 is rendered here because prometheus-client renames counters that do not end in ``_total``
 (``mlxcel_batch_sequences_started`` would be announced as ``..._started_total``), and the
 reference names are exact. Served on /metrics with ``--metrics``, and on its own port with
-``--metrics-port``.
+``--metrics-port`` (there at ``/metrics`` only, behind the same API key and browser rules).
 """
 
 from __future__ import annotations
 
+import hmac
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,8 +19,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from .api.auth import presented_key
+from .api.guard import GuardSettings, refusal
 from .config import ServerConfig
 from .engine.worker import Engine
+from .errors import AuthenticationError, MissingApiKey, MlxcelError, RouteNotFound
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -96,14 +101,18 @@ def engine_registry(engine: Engine) -> CollectorRegistry:
 
 
 def start_metrics_server(port: int, engine: Engine, config: ServerConfig) -> ThreadingHTTPServer:
-    """Serve the same text on ``config.host:port`` (any path), from a daemon thread."""
+    """Serve the same text at ``config.host:port/metrics``, from a daemon thread, with the main
+    server's rules: the API key when one is set, and no browser Origin or rebinding Host."""
     registry = engine_registry(engine)
+    settings = GuardSettings.of(config)
+    key = config.api_key
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            body = render(registry).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE)
+            status, body, kind = _metrics_answer(self.path, dict(self.headers.items()),
+                                                 registry, settings, key)
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -114,3 +123,23 @@ def start_metrics_server(port: int, engine: Engine, config: ServerConfig) -> Thr
     server = ThreadingHTTPServer((config.host, port), Handler)
     threading.Thread(target=server.serve_forever, name="mlxcel-metrics", daemon=True).start()
     return server
+
+
+def _metrics_answer(path: str, headers: dict[str, str], registry: CollectorRegistry,
+                    settings: GuardSettings, api_key: str | None) -> tuple[int, bytes, str]:
+    """(status, body, content type) for a GET on the metrics port."""
+    lowered = {k.lower().encode("latin-1"): v.encode("latin-1") for k, v in headers.items()}
+    error: MlxcelError | None = refusal(settings, lowered, "http")
+    if error is None and api_key is not None:
+        raw = headers.get("Authorization") or headers.get("authorization") \
+            or headers.get("x-api-key") or headers.get("X-Api-Key")
+        presented = presented_key(raw)
+        if presented is None:
+            error = MissingApiKey("Missing API key: send it as 'Authorization: Bearer <key>'.")
+        elif not hmac.compare_digest(presented.encode(), api_key.encode()):
+            error = AuthenticationError("Invalid API key.")
+    if error is None and path.split("?", 1)[0] != "/metrics":
+        error = RouteNotFound(f"Invalid URL (GET {path[:100]}): metrics are served at /metrics")
+    if error is not None:
+        return error.status, json.dumps(error.to_openai()).encode(), "application/json"
+    return 200, render(registry).encode(), CONTENT_TYPE

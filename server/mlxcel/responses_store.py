@@ -1,9 +1,10 @@
 """In-memory stores for the Responses API: stored responses (for GET/DELETE/cancel and
 ``previous_response_id``) and string-id conversations.
 
-Both are LRU maps with a time-to-live; a capacity of 0 disables the store. Entries hold the
-response object as sent to the client and the conversation history (chat-template messages)
-that a follow-up request continues from.
+Both are LRU maps with a time-to-live, bounded by entries and by bytes (the text they hold:
+a data-URI image is megabytes); a capacity of 0 entries disables the store, an entry larger
+than the whole byte budget is not stored. Entries hold the response object as sent to the
+client and the conversation history (chat-template messages) that a follow-up continues from.
 """
 
 from __future__ import annotations
@@ -18,46 +19,89 @@ from typing import Any, Generic, TypeVar
 V = TypeVar("V")
 
 
+def approx_bytes(value: Any) -> int:
+    """The memory a JSON-like value holds, roughly: its strings' lengths plus a few bytes per
+    number and container (walked without recursion)."""
+    total, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            total += len(node)
+        elif isinstance(node, dict):
+            total += 16
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            total += 16
+            stack.extend(node)
+        elif isinstance(node, StoredResponse):
+            stack.extend((node.body, node.history))
+        else:
+            total += 8
+    return total
+
+
 class TTLStore(Generic[V]):
-    """A thread-safe LRU map whose entries expire ``ttl_secs`` after their last write."""
+    """A thread-safe LRU map whose entries expire ``ttl_secs`` after their last write, holding
+    at most ``max_entries`` entries and ``max_bytes`` bytes (by ``approx_bytes``)."""
 
     def __init__(
-        self, max_entries: int, ttl_secs: float, clock: Callable[[], float] = time.monotonic
+        self, max_entries: int, ttl_secs: float, clock: Callable[[], float] = time.monotonic,
+        max_bytes: int | None = None,
     ) -> None:
         self.max_entries = max(0, max_entries)
         self.ttl_secs = ttl_secs
+        self.max_bytes = max_bytes
         self._clock = clock
-        self._items: OrderedDict[str, tuple[float, V]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[float, V, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
         return self.max_entries > 0
 
+    @property
+    def bytes_held(self) -> int:
+        with self._lock:
+            return self._bytes
+
     def put(self, key: str, value: V) -> None:
         if not self.enabled:
             return
+        size = approx_bytes(value) if self.max_bytes is not None else 0
         with self._lock:
-            self._items.pop(key, None)
-            self._items[key] = (self._clock() + self.ttl_secs, value)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+            self._pop(key)
+            if self.max_bytes is not None and size > self.max_bytes:
+                return  # larger than the whole store: kept nowhere
+            self._items[key] = (self._clock() + self.ttl_secs, value, size)
+            self._bytes += size
+            while len(self._items) > self.max_entries or (
+                    self.max_bytes is not None and self._bytes > self.max_bytes):
+                self._pop(next(iter(self._items)))
+
+    def _pop(self, key: str) -> bool:
+        entry = self._items.pop(key, None)
+        if entry is None:
+            return False
+        self._bytes -= entry[2]
+        return True
 
     def get(self, key: str) -> V | None:
         with self._lock:
             entry = self._items.get(key)
             if entry is None:
                 return None
-            expires, value = entry
+            expires, value, _ = entry
             if self.ttl_secs > 0 and expires <= self._clock():
-                del self._items[key]
+                self._pop(key)
                 return None
             self._items.move_to_end(key)
             return value
 
     def delete(self, key: str) -> bool:
         with self._lock:
-            return self._items.pop(key, None) is not None
+            return self._pop(key)
 
     def __len__(self) -> int:
         with self._lock:
@@ -81,8 +125,11 @@ class ResponsesStores:
 
 
 def make_stores(
-    responses_max: int, responses_ttl: float, conversations_max: int, conversations_ttl: float
+    responses_max: int, responses_ttl: float, conversations_max: int, conversations_ttl: float,
+    max_bytes: int | None = None,
 ) -> ResponsesStores:
+    """The two stores; ``max_bytes`` bounds each of them."""
     return ResponsesStores(
-        TTLStore(responses_max, responses_ttl), TTLStore(conversations_max, conversations_ttl)
+        TTLStore(responses_max, responses_ttl, max_bytes=max_bytes),
+        TTLStore(conversations_max, conversations_ttl, max_bytes=max_bytes),
     )

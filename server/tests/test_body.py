@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from mlxcel.errors import InvalidRequestError
+from mlxcel.errors import InvalidRequestError, RequestTooLarge
 from mlxcel.protocol.body import parse_body, parse_json_object, validate_model
 from mlxcel.protocol.completions import CompletionRequest
 from mlxcel.protocol.types import Int
@@ -65,7 +65,13 @@ def test_non_standard_number_constants_are_not_json(constant: bytes) -> None:
 
 
 def test_deeply_nested_json_is_a_400_not_a_crash() -> None:
-    assert "not valid JSON" in rejected(b"[" * 100_000 + b"]" * 100_000).message
+    assert "not valid JSON" in rejected(b"[" * 5_000 + b"]" * 5_000).message
+
+
+def test_a_hundred_thousand_levels_are_refused_before_parsing() -> None:
+    """More objects and arrays than --max-json-values allows (a twentieth of it): 413."""
+    with pytest.raises(RequestTooLarge):
+        parse_body(Body, b"[" * 100_000 + b"]" * 100_000)
 
 
 @pytest.mark.parametrize(

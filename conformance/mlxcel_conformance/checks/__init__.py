@@ -5,7 +5,7 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 `errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
 `engine_checks`, `concurrency` (many streams at once), `llama_native` and `llama_native_docs`
 (llama-server's native routes and its README's features), `vision` (image input), `speculative`,
-`speech` (text-to-speech audio), `images` (image generation).
+`speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ CHECK_MODULES = (
     "speculative",
     "speech",
     "images",
+    "robustness",
     "field_parity",
 )
 

@@ -118,12 +118,17 @@ def _verdicts(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["family"], r["feature"]): r for r in doc["records"]}
 
 
+# The hostile family runs only with --robustness: its matrix is a page of its own.
+ROBUSTNESS_LINE = ("The hostile `robustness` family (opt-in, `--robustness`) is compared on its "
+                   "own page: [robustness.md](robustness.md).")
+
+
 def index_markdown(docs: list[dict[str, Any]]) -> str:
     names = [doc["peer"]["name"] for doc in docs]
     lines = ["# Conformance: servers side by side", "",
              "Each peer served the same fixture model and ran the whole suite with its own "
              "`--profile` and `--goldens shape` (`nox -s peers`). A cell links to the evidence.",
-             "", "| server | version | summary |", "|---|---|---|"]
+             "", ROBUSTNESS_LINE, "", "| server | version | summary |", "|---|---|---|"]
     for doc in docs:
         peer = doc["peer"]
         lines.append(f"| [{peer['name']}]({peer['name']}.md) | {peer.get('version', '')} | "

@@ -95,11 +95,19 @@ def _declared_choice(body: Any) -> None:
     """tool_choice rules the spec cannot express (a named function must be declared, `required`
     needs tools, a forced choice excludes a constraining response_format) are documented 400s:
     fuzz consistent requests. A generated schema is replaced by `{}` (any JSON): whether the
-    grammar engine accepts an arbitrary schema is a documented 400, not a fuzz target."""
+    grammar engine accepts an arbitrary schema is a documented 400, not a fuzz target. So are a
+    tool's generated `parameters` (`input_schema` on Messages): OpenAI and Anthropic refuse a
+    tool schema that is not a valid JSON Schema, which the spec's `type: object` cannot say."""
     if not isinstance(body, dict):
         return
     choice, tools = body.get("tool_choice"), body.get("tools")
     declared = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    for tool in declared:
+        function = tool.get("function")
+        holder: dict[str, Any] = function if isinstance(function, dict) else tool
+        for key in ("parameters", "input_schema"):
+            if isinstance(holder.get(key), dict):
+                holder[key] = {"type": "object"}
     if choice == "required" and not declared:
         body["tool_choice"] = "auto"
     if isinstance(choice, dict):

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ..engine.prompt_cache import disabled_stats
+from ..memory import request_trim
 from .state import app_state
 
 router = APIRouter()
@@ -21,4 +22,5 @@ async def cache_stats(request: Request) -> JSONResponse:
 @router.post("/v1/cache/reset")
 async def cache_reset(request: Request) -> JSONResponse:
     cache = app_state(request).engine.prompt_cache
+    request_trim()  # the emptied cache's memory goes back to the system
     return JSONResponse(cache.reset() if cache is not None else disabled_stats())

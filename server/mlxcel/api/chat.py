@@ -14,7 +14,6 @@ from fastapi.responses import JSONResponse, Response
 from ..chat.template import apply_template_override
 from ..engine.handle import RequestHandle
 from ..generation import Finished
-from ..protocol.body import parse_body
 from ..protocol.chat import ChatCompletionRequest, ChatSetup, to_chat_setup
 from ..protocol.chat_render import (
     ChatChunkEncoder,
@@ -28,6 +27,7 @@ from ..protocol.timings import speculative_timings
 from ..sse import data_event, sse_response
 from .generation import collect, stream_batches
 from .media_offload import prepare_prompt
+from .offload import parse_request
 from .priority import request_priority
 from .state import FINGERPRINT, AppState, app_state
 
@@ -52,7 +52,7 @@ async def _chat_setup(request: Request
                       ) -> tuple[AppState, ChatCompletionRequest, ChatSetup, Any]:
     """(state, body, setup, LoRA adapter) of a chat body; the model fields checked first."""
     state = app_state(request)
-    body = parse_body(ChatCompletionRequest, await request.body())
+    body = await parse_request(request, ChatCompletionRequest)
     adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
                                  getattr(state.config, "draft_model", None))
     model = state.require_model()

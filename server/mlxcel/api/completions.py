@@ -11,9 +11,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..engine.handle import RequestHandle
 from ..engine.model import LoadedModel
-from ..errors import MlxcelError
 from ..generation import Finished
-from ..protocol.body import parse_body
 from ..protocol.completions import (
     CompletionChunkEncoder,
     CompletionRequest,
@@ -25,6 +23,7 @@ from ..protocol.mlx_lm_fields import check_model_fields
 from ..protocol.timings import speculative_timings
 from ..sse import data_event, sse_response
 from .generation import collect, stream_events
+from .offload import off_loop, parse_request
 from .priority import request_priority
 from .state import FINGERPRINT, app_state
 
@@ -34,24 +33,18 @@ router = APIRouter()
 @router.post("/v1/completions")
 async def create_completion(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(CompletionRequest, await request.body())
+    body = await parse_request(request, CompletionRequest)
     adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
                                  getattr(state.config, "draft_model", None))
     model = state.require_model()
-    gens = to_generation_requests(body, model, state.config.defaults)
+    gens = await off_loop(to_generation_requests, body, model, state.config.defaults)
     if adapter is not None:
         gens = [dataclasses.replace(gen, adapter=adapter) for gen in gens]
-    priority = request_priority(request)
-    # Streaming /v1/completions is not counted in /metrics (the reference's semantics).
-    handles: list[RequestHandle] = []
-    try:
-        for gen in gens:
-            handles.append(state.engine.submit(gen, priority, count_in_metrics=not body.stream))
-    except MlxcelError:
-        for handle in handles:  # a later prompt was refused (queue full): drop the earlier ones
-            handle.cancel()
-        raise
-    echoes = [_echo(body, model, list(gen.prompt_tokens)) for gen in gens]
+    echoes = await off_loop(lambda: [_echo(body, model, list(g.prompt_tokens)) for g in gens])
+    # Streaming /v1/completions is not counted in /metrics (the reference's semantics). All
+    # prompts are admitted together or none is (a 503 leaves nothing queued).
+    handles = state.engine.submit_all(gens, request_priority(request),
+                                      count_in_metrics=not body.stream)
     if body.stream:
         return sse_response(_stream(handles, body, state.model_name, echoes))
     choices: list[tuple[str, Finished, dict[str, Any] | None]] = []

@@ -11,11 +11,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 from ..embedding.service import EncoderService, encoder_service
 from ..errors import InvalidRequestError
-from ..protocol.body import parse_body
 from ..protocol.embeddings import (
     EmbeddingsRequest,
     NativeEmbeddingRequest,
@@ -24,6 +23,7 @@ from ..protocol.embeddings import (
     native_embeddings_body,
     openai_embeddings_body,
 )
+from .offload import json_response, off_loop, parse_request
 
 
 @asynccontextmanager
@@ -40,8 +40,8 @@ router = APIRouter(lifespan=_encoders)
 
 
 @router.post("/v1/embeddings")
-async def create_embeddings(request: Request) -> JSONResponse:
-    body = parse_body(EmbeddingsRequest, await request.body())
+async def create_embeddings(request: Request) -> Response:
+    body = await parse_request(request, EmbeddingsRequest)
     service = encoder_service(request)
     model = service.require_embedding()
     if model.pooling == "none":
@@ -51,21 +51,21 @@ async def create_embeddings(request: Request) -> JSONResponse:
         raise InvalidRequestError(
             f"dimensions {body.dimensions} is not supported: the model's embeddings have "
             f"{model.dimensions} dimensions.", param="dimensions")
-    inputs = input_token_lists(model, body.input, "input")
+    inputs = await off_loop(input_token_lists, model, body.input, "input")
     vectors = await service.run(lambda: embed(model, inputs, model.pooling, 2))
     n_tokens = sum(len(ids) for ids in inputs)
-    return JSONResponse(openai_embeddings_body(model.name, vectors, n_tokens,
-                                               body.encoding_format))
+    return await json_response(openai_embeddings_body, model.name, vectors, n_tokens,
+                               body.encoding_format)
 
 
 @router.post("/embedding")
 @router.post("/embeddings")
-async def create_native_embeddings(request: Request) -> JSONResponse:
-    body = parse_body(NativeEmbeddingRequest, await request.body())
+async def create_native_embeddings(request: Request) -> Response:
+    body = await parse_request(request, NativeEmbeddingRequest)
     service = encoder_service(request)
     model = service.require_embedding()
     param = "content" if body.content is not None else "input"
-    inputs = input_token_lists(model, body.inputs(), param)
+    inputs = await off_loop(input_token_lists, model, body.inputs(), param)
     norm = 2 if body.embd_normalize is None else body.embd_normalize
     vectors = await service.run(lambda: embed(model, inputs, model.pooling, norm))
-    return JSONResponse(native_embeddings_body(vectors))
+    return await json_response(native_embeddings_body, vectors)

@@ -40,6 +40,7 @@ from ..protocol.images import (
     render_images,
 )
 from ..single_worker import worker_lifespan
+from .offload import off_loop
 from .state import app_state
 
 log = logging.getLogger("mlxcel.images")
@@ -73,10 +74,16 @@ async def _accept(request: Request, route: str, request_type: type[R]) -> tuple[
         request.headers.get("content-type"), f"POST /v1/images/{route}",
         " Multipart uploads are not served: send an edit's input image as "
         "images[0].image_url (a data: URI, an http(s) URL or a path under --media-path).")
-    raw = parse_json_object(await request.body())
+    body = await off_loop(_parse, await request.body(), request_type)
+    return service, body
+
+
+def _parse(raw_body: bytes, request_type: type[R]) -> R:
+    """Parse and validate off the event loop (an edit's data-URI image is megabytes)."""
+    raw = parse_json_object(raw_body)
     body = validate_model(request_type, raw)
     refuse_undeliverable(raw, body)
-    return service, body
+    return body
 
 
 def _limits(model: ZImageModel) -> SizeLimits:

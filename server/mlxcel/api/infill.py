@@ -13,11 +13,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
+from ..config import GenerationDefaults
 from ..engine.model import LoadedModel
 from ..errors import NotSupported
+from ..generation import GenerationRequest
 from ..protocol.body import parse_json_object, validate_model
 from ..protocol.native import NativeCompletionRequest, to_generation_requests
 from .native import run_native
+from .offload import off_loop
 from .state import app_state
 
 router = APIRouter()
@@ -87,16 +90,23 @@ def infill_prompt(model: LoadedModel, fim: FimTokens, fields: InfillFields) -> l
 @router.post("/infill")
 async def infill(request: Request) -> Response:
     state = app_state(request)
-    data = parse_json_object(await request.body())
+    raw = await request.body()
+    model = state.require_model()
+    body, gens = await off_loop(_prepare, raw, model, state.config.defaults)
+    return await run_native(request, state, body, gens)
+
+
+def _prepare(raw: bytes, model: LoadedModel, defaults: GenerationDefaults
+             ) -> tuple[NativeCompletionRequest, list[GenerationRequest]]:
+    """Parse, validate and tokenize an infill request (off the event loop)."""
+    data = parse_json_object(raw)
     fields = validate_model(InfillFields, data)
     body = validate_model(NativeCompletionRequest, {**data, "prompt": fields.prompt})
-    model = state.require_model()
     fim = fim_tokens(model)
     if fim is None:
         raise NotSupported(
             "Infill is not supported by this model: it has no fill-in-the-middle "
             "(FIM prefix/suffix/middle) tokens."
         )
-    gens = to_generation_requests(body, model, state.config.defaults,
-                                  prompts=[infill_prompt(model, fim, fields)])
-    return await run_native(request, state, body, gens)
+    return body, to_generation_requests(body, model, defaults,
+                                        prompts=[infill_prompt(model, fim, fields)])

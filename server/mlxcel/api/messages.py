@@ -9,7 +9,6 @@ from fastapi.responses import JSONResponse, Response
 from ..chat.forcing import instructed_messages
 from ..chat.output import read_output
 from ..chat.template import render_chat_prompt
-from ..errors import RequestTooLarge
 from ..protocol.anthropic import (
     CountTokensRequest,
     MessagesRequest,
@@ -21,36 +20,21 @@ from ..protocol.anthropic import (
     usage_of,
 )
 from ..protocol.anthropic_turn import content_blocks, to_messages_turn
-from ..protocol.body import parse_body
 from ..sse import sse_response
 from .generation import collect
 from .media_offload import prepare_prompt
 from .messages_stream import stream_message
+from .offload import parse_request
 from .priority import request_priority
 from .state import app_state
 
 router = APIRouter()
 
 
-# Anthropic's documented ceiling for a Messages request body.
-MAX_REQUEST_BYTES = 32 * 1024 * 1024
-
-
-async def bounded_body(request: Request) -> bytes:
-    """The body, or 413 ``request_too_large`` past Anthropic's limit (checked on the declared
-    length first, so an oversized upload is refused before it is read)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
-        raise RequestTooLarge(f"Request exceeds the maximum size of {MAX_REQUEST_BYTES} bytes.")
-    raw = await request.body()
-    if len(raw) > MAX_REQUEST_BYTES:
-        raise RequestTooLarge(f"Request exceeds the maximum size of {MAX_REQUEST_BYTES} bytes.")
-    return raw
-
-
 async def create_message(request: Request) -> Response:
+    # The body's size is bounded for every route by api/guard.py (413 request_too_large).
     state = app_state(request)
-    body = parse_body(MessagesRequest, await bounded_body(request))
+    body = await parse_request(request, MessagesRequest)
     model = state.require_model()
     turn = await prepare_prompt(model, to_messages_turn, body, model, state.config.defaults)
     gen = turn.generation
@@ -69,7 +53,7 @@ async def create_message(request: Request) -> Response:
 
 async def count_tokens(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(CountTokensRequest, await bounded_body(request))
+    body = await parse_request(request, CountTokensRequest)
     model = state.require_model()
     tools = chat_tools(body)
     # The forced-choice instruction /v1/messages would add is part of the real prompt.

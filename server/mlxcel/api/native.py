@@ -16,7 +16,6 @@ from fastapi.responses import JSONResponse, Response
 from ..engine.handle import RequestHandle
 from ..errors import ServerError
 from ..generation import Finished, TokenDelta
-from ..protocol.body import parse_body
 from ..protocol.native import (
     NativeCompletionRequest,
     NativeRun,
@@ -25,6 +24,7 @@ from ..protocol.native import (
 )
 from ..sse import data_event, sse_response
 from .generation import _watch_disconnect, stream_events
+from .offload import off_loop, parse_request
 from .priority import request_priority
 from .state import AppState, app_state
 
@@ -35,9 +35,9 @@ router = APIRouter()
 @router.post("/completions")
 async def native_completion(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(NativeCompletionRequest, await request.body())
+    body = await parse_request(request, NativeCompletionRequest)
     model = state.require_model()
-    gens = to_generation_requests(body, model, state.config.defaults)
+    gens = await off_loop(to_generation_requests, body, model, state.config.defaults)
     return await run_native(request, state, body, gens)
 
 
@@ -45,12 +45,13 @@ async def run_native(request: Request, state: AppState, body: NativeCompletionRe
                      gens: list[Any]) -> Response:
     """Submit every prompt and answer in llama-server's shape (array for several prompts)."""
     model = state.require_model()
-    # The reference: streaming native /completion requests do not record in the metrics.
-    priority = request_priority(request)
-    handles = [state.engine.submit(gen, priority, count_in_metrics=not body.stream)
-               for gen in gens]
+    prompts = await off_loop(lambda: [model.decode(list(g.prompt_tokens)) for g in gens])
+    # All prompts are admitted together or none is (a 503 leaves nothing queued). The
+    # reference: streaming native /completion requests do not record in the metrics.
+    handles = state.engine.submit_all(gens, request_priority(request),
+                                      count_in_metrics=not body.stream)
     runs = [NativeRun(index, gen) for index, gen in enumerate(gens)]
-    renderer = _FinalRenderer(state, body, [model.decode(list(g.prompt_tokens)) for g in gens])
+    renderer = _FinalRenderer(state, body, prompts)
     if body.stream:
         return sse_response(_stream(handles, runs, renderer))
     try:

@@ -7,8 +7,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ..embedding.service import encoder_service
-from ..protocol.body import parse_body
 from ..protocol.rerank import RerankRequest, rerank_body, rerank_pairs
+from .offload import off_loop, parse_request
 
 router = APIRouter()
 
@@ -18,11 +18,11 @@ router = APIRouter()
 @router.post("/rerank")
 @router.post("/reranking")
 async def rerank(request: Request) -> JSONResponse:
-    body = parse_body(RerankRequest, await request.body())
+    body = await parse_request(request, RerankRequest)
     service = encoder_service(request)
     model = service.require_rerank()
     docs = body.document_texts()
-    pairs = rerank_pairs(model, body.query, docs)
+    pairs = await off_loop(rerank_pairs, model, body.query, docs)
     scores = await service.run(lambda: [model.score(ids, types) for ids, types in pairs])
     n_tokens = sum(len(ids) for ids, _ in pairs)
     return JSONResponse(rerank_body(body, model.name, docs, scores, n_tokens))

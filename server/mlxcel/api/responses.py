@@ -8,7 +8,6 @@ from fastapi.responses import JSONResponse, Response
 
 from ..chat.output import read_output
 from ..errors import InvalidRequestError, NotFoundError
-from ..protocol.body import parse_body
 from ..protocol.responses import (
     ResponsesRequest,
     finish_body,
@@ -20,6 +19,7 @@ from ..responses_store import ResponsesStores, StoredResponse, make_stores
 from ..sse import sse_response
 from .generation import collect
 from .media_offload import prepare_prompt
+from .offload import off_loop, parse_request
 from .priority import request_priority
 from .responses_compact import apply_context_management
 from .responses_stream import stream_response
@@ -37,6 +37,7 @@ def stores_of(request: Request) -> ResponsesStores:
         found = make_stores(
             config.responses_store_max_entries, config.responses_store_ttl_secs,
             config.conversation_store_max_entries, config.conversation_store_ttl_secs,
+            getattr(config, "responses_store_max_bytes", None),
         )
         app_state_obj.responses_stores = found
     return found
@@ -45,7 +46,7 @@ def stores_of(request: Request) -> ResponsesStores:
 async def create_response(request: Request) -> Response:
     state = app_state(request)
     stores = stores_of(request)
-    body = parse_body(ResponsesRequest, await request.body())
+    body = await parse_request(request, ResponsesRequest)
     model = state.require_model()
     turn = await prepare_prompt(model, prepare, body, model, stores,
                                 state.config.defaults.n_predict)
@@ -63,7 +64,7 @@ async def create_response(request: Request) -> Response:
     if compacted is not None:
         output.insert(0, compacted.item())
     final = finish_body(skeleton, done.finished, output, reasoning_tokens)
-    remember(stores, turn, final)
+    await off_loop(remember, stores, turn, final)  # sizing what is stored walks it
     return JSONResponse(final)
 
 
@@ -98,7 +99,7 @@ async def cancel_response(request: Request, response_id: str) -> Response:
 
 async def count_input_tokens(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(ResponsesRequest, await request.body())
+    body = await parse_request(request, ResponsesRequest)
     model = state.require_model()
     turn = await prepare_prompt(model, prepare, body, model, stores_of(request),
                                 state.config.defaults.n_predict)

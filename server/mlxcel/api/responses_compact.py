@@ -19,7 +19,6 @@ from ..chat.output import output_setup, read_output
 from ..chat.template import render_chat, render_chat_prompt
 from ..engine.model import LoadedModel
 from ..errors import ContextLengthExceeded, InvalidRequestError
-from ..protocol.body import parse_body
 from ..protocol.responses import ResponsesRequest, chat_tools, new_id, usage_body
 from ..protocol.responses_compaction import (
     KEEP_TOKENS_CAP,
@@ -37,6 +36,7 @@ from ..protocol.responses_input import input_messages
 from ..protocol.responses_turn import PreparedTurn
 from ..protocol.types import Int
 from .generation import collect
+from .offload import off_loop, parse_request
 from .priority import request_priority
 from .state import AppState, app_state
 
@@ -75,11 +75,18 @@ def _too_long(message: str) -> ContextLengthExceeded:
     return ContextLengthExceeded(message, param="input")
 
 
-async def compact_history(
-    request: Request, state: AppState, model: LoadedModel, history: list[dict[str, Any]],
-    *, system: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-    keep_tokens: int | None = None, summary_tokens: int | None = None,
-) -> Compacted:
+@dataclass(frozen=True)
+class _Plan:
+    kept: list[dict[str, Any]]
+    rest: list[dict[str, Any]]
+    split: int
+    before: int
+    prompt: list[int]
+
+
+def _plan(model: LoadedModel, history: list[dict[str, Any]], system: list[dict[str, Any]],
+          tools: list[dict[str, Any]] | None, keep_tokens: int | None) -> _Plan:
+    """Where to cut the history and the summary prompt (template renders: off the loop)."""
     def count(messages: list[dict[str, Any]]) -> int:
         return len(render_chat_prompt(model, system + messages, tools=tools))
 
@@ -102,17 +109,28 @@ async def compact_history(
     if len(prompt) >= context:
         raise _too_long(f"The summary prompt ({len(prompt)} tokens) does not fit the context "
                         f"window ({context}).")
+    return _Plan(kept, rest, split, before, prompt)
+
+
+async def compact_history(
+    request: Request, state: AppState, model: LoadedModel, history: list[dict[str, Any]],
+    *, system: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+    keep_tokens: int | None = None, summary_tokens: int | None = None,
+) -> Compacted:
+    plan = await off_loop(_plan, model, history, system, tools, keep_tokens)
+    context, prompt = model.context_size, plan.prompt
     gen = summary_request(prompt, summary_tokens, context, new_id("cmp"))
     done = await collect(request, state.engine.submit(gen, request_priority(request)))
     parsed = read_output(output_setup(model, "", None), done.text)
     reasoning, content = parsed.reasoning, parsed.content
     summary = (content or reasoning or "").strip()
-    result = Compacted(kept, summary, rest[split:], before, 0, done.finished.prompt_tokens,
-                       done.finished.completion_tokens)
-    result.tokens_after = count(result.messages)
-    if result.tokens_after >= before:
+    result = Compacted(plan.kept, summary, plan.rest[plan.split:], plan.before, 0,
+                       done.finished.prompt_tokens, done.finished.completion_tokens)
+    result.tokens_after = len(await off_loop(render_chat_prompt, model,
+                                             system + result.messages, tools=tools))
+    if result.tokens_after >= plan.before:
         raise _too_long(f"The compacted input ({result.tokens_after} tokens) is not shorter "
-                        f"than the input ({before} tokens).")
+                        f"than the input ({plan.before} tokens).")
     return result
 
 
@@ -127,7 +145,7 @@ def _check_compact_request(body: CompactRequest) -> None:
 
 async def compact(request: Request) -> Response:
     state = app_state(request)
-    body = parse_body(CompactRequest, await request.body())
+    body = await parse_request(request, CompactRequest)
     _check_compact_request(body)
     model = state.require_model()
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
@@ -185,7 +203,7 @@ async def apply_context_management(
     result = await compact_history(request, state, model, turn.history, system=system,
                                    tools=turn.tools)
     turn.history = result.messages
-    rendered = render_chat(model, system + turn.history, tools=turn.tools)
+    rendered = await off_loop(render_chat, model, system + turn.history, tools=turn.tools)
     turn.prompt, turn.vision = rendered.tokens, rendered.vision
     turn.output = output_setup(model, rendered.text, turn.tools)
     return result

@@ -18,6 +18,7 @@ from ..audio.kokoro import KokoroModel
 from ..protocol.body import require_json_media_type
 from ..protocol.speech import parse_speech, render_speech
 from .audio import served_model
+from .offload import off_loop
 
 router = APIRouter()
 
@@ -27,7 +28,7 @@ router = APIRouter()
 async def audio_speech(request: Request) -> Response:
     service, kokoro = served_model(request, "speech", KokoroModel)
     require_json_media_type(request.headers.get("content-type"), "POST /v1/audio/speech")
-    speech_request = parse_speech(await request.body(), kokoro.voices)
+    speech_request = await off_loop(parse_speech, await request.body(), kokoro.voices)
     speech = await service.run(lambda: kokoro.synthesize(
         speech_request.text, speech_request.voice, speech_request.speed))
     return await asyncio.to_thread(render_speech, speech_request, speech)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
 from ..engine.model import LoadedModel
 from ..errors import ServerError
-from ..protocol.body import parse_body
 from ..protocol.types import Int
+from .offload import json_response, parse_request
 from .state import app_state
 
 router = APIRouter()
@@ -38,25 +38,33 @@ def _piece(model: LoadedModel, token_id: int) -> str | list[int]:
     return list(raw.encode("utf-8")) if isinstance(raw, str) else []
 
 
-@router.post("/tokenize")
-async def tokenize(request: Request) -> JSONResponse:
-    body = parse_body(TokenizeRequest, await request.body())
-    model = app_state(request).require_model()
+def _tokens(model: LoadedModel, body: TokenizeRequest) -> dict[str, Any]:
     ids = model.encode(body.content, add_special=body.add_special)
     tokens: list[Any] = ids
     if body.with_pieces:
         tokens = [{"id": i, "piece": _piece(model, i)} for i in ids]
-    return JSONResponse({"tokens": tokens})
+    return {"tokens": tokens}
 
 
-@router.post("/detokenize")
-async def detokenize(request: Request) -> JSONResponse:
-    body = parse_body(DetokenizeRequest, await request.body())
-    model = app_state(request).require_model()
+def _content(model: LoadedModel, body: DetokenizeRequest) -> dict[str, Any]:
     vocab = model.vocab_size
     for token_id in body.tokens:
         if not 0 <= token_id < vocab:
             raise ServerError(
                 f"token id {token_id} is out of vocabulary range (vocab_size {vocab})"
             )
-    return JSONResponse({"content": model.decode(body.tokens)})
+    return {"content": model.decode(body.tokens)}
+
+
+# Both answers grow with the input (a 32 MiB text, its pieces): computed and rendered off
+# the event loop.
+@router.post("/tokenize")
+async def tokenize(request: Request) -> Response:
+    body = await parse_request(request, TokenizeRequest)
+    return await json_response(_tokens, app_state(request).require_model(), body)
+
+
+@router.post("/detokenize")
+async def detokenize(request: Request) -> Response:
+    body = await parse_request(request, DetokenizeRequest)
+    return await json_response(_content, app_state(request).require_model(), body)

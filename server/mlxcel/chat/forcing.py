@@ -18,7 +18,7 @@ from ..generation.model import ModelView
 from ..structured.response_format import is_constraining, response_format_factories
 from .forced_choice import forced_call_factories
 from .tool_calls import tool_format_of
-from .tool_choice import place_instruction, plan_tools
+from .tool_choice import place_instruction, plan_tools, validate_tools
 
 
 def is_forced(tools: list[dict[str, Any]] | None, chat_tool_choice: Any) -> bool:
@@ -30,6 +30,7 @@ def instructed_messages(
 ) -> list[dict[str, Any]]:
     """The messages as the template will see them: with the forced-choice instruction placed,
     exactly as ``constrain`` places it (token counting must see the same prompt)."""
+    validate_tools(tools)
     if not is_forced(tools, chat_tool_choice):
         return messages
     return place_instruction(messages, plan_tools(tools, chat_tool_choice).instruction)
@@ -46,6 +47,7 @@ def constrain(
     param: str = "tool_choice",
 ) -> tuple[list[dict[str, Any]], tuple[LogitsProcessorFactory, ...]]:
     """(messages with the instruction placed, factories) for a chat-style ``tool_choice``."""
+    validate_tools(tools)
     if not is_forced(tools, chat_tool_choice):
         return messages, response_format_factories(model, response_format)
     if is_constraining(response_format):

@@ -46,6 +46,20 @@ def apply_template_override(model: ModelView, template: str | None) -> None:
     inner.chat_template = template
 
 
+# Keys of ``chat_template_kwargs`` that would replace apply_chat_template's own arguments: a
+# request never supplies the template itself (``chat_template``) or the conversation.
+RESERVED_KWARGS = ("messages", "tools", "add_generation_prompt", "tokenize", "conversation",
+                   "chat_template", "return_dict")
+
+
+def template_variables(template_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """A request's ``chat_template_kwargs`` as template variables, reserved keys dropped."""
+    kwargs = dict(template_kwargs or {})
+    for reserved in RESERVED_KWARGS:
+        kwargs.pop(reserved, None)
+    return kwargs
+
+
 def render_chat(
     model: ModelView,
     messages: list[dict[str, Any]],
@@ -69,10 +83,7 @@ def render_chat(
         if continued is not None:
             text = cut_after(text, continued)
         return RenderedPrompt(text, model.encode(text))
-    kwargs = dict(template_kwargs or {})
-    for reserved in ("messages", "tools", "add_generation_prompt", "tokenize",
-                     "conversation", "chat_template", "return_dict"):
-        kwargs.pop(reserved, None)
+    kwargs = template_variables(template_kwargs)
     try:
         text = model.tokenizer.apply_chat_template(
             messages,

@@ -17,7 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for
+
 from ..errors import InvalidRequestError
+from ..structured.limits import check_schema_limits
 
 Tools = list[dict[str, Any]]
 
@@ -42,7 +46,28 @@ def _validate_tools(tools: Any) -> Tools:
         if not isinstance(name, str) or not name:
             raise InvalidRequestError(f"tools[{i}].function.name must be a non-empty string.",
                                       param=f"tools.{i}.function.name")
+        assert isinstance(function, dict)  # a name was found in it
+        if function.get("parameters") is not None:
+            check_parameters(function["parameters"], f"tools.{i}.function.parameters")
     return tools
+
+
+def validate_tools(tools: Any) -> Tools | None:
+    """``tools`` checked as chat's are (type, name, parameters), whatever ``tool_choice`` is:
+    the template renders every schema, so each is bounded before it does."""
+    return None if tools is None else _validate_tools(tools)
+
+
+def check_parameters(schema: Any, param: str) -> None:
+    """A tool's parameters: a JSON schema within the limits ``response_format`` has, and a
+    valid one (``{"properties": 5}`` is not), so no grammar compiler or template meets it."""
+    check_schema_limits(schema, param)
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "the root"
+        raise InvalidRequestError(f"{param} is not a valid JSON schema at {where}: "
+                                  f"{exc.message[:160]}", param=param) from None
 
 
 def _named(choice: dict[str, Any], tools: Tools) -> str:

@@ -55,7 +55,10 @@ class LogprobRenderer:
 
     def _top(self, token_id: int, logprob: float) -> TopLogprob:
         text, raw = self._piece(token_id)
-        return TopLogprob(token=text, logprob=max(logprob, -9999.0), bytes=raw, token_id=token_id)
+        # OpenAI's floor for an impossible token; NaN (logits made infinite by a penalty such
+        # as repetition_penalty 5e-324) and -inf both land there: JSON has neither.
+        value = min(logprob, 0.0) if logprob >= -9999.0 else -9999.0
+        return TopLogprob(token=text, logprob=value, bytes=raw, token_id=token_id)
 
     def _piece(self, token_id: int) -> tuple[str, tuple[int, ...]]:
         cached = self._cache.get(token_id)

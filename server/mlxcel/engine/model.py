@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import mlx.nn as nn
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 
+from ..limits import check_tokenize_length
 from . import cpu_kernels as kernels
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class LoadedModel:
         return "tools" in template
 
     def encode(self, text: str, *, add_special: bool = False) -> list[int]:
+        check_tokenize_length(text)
         ids: list[int] = self.tokenizer.encode(text, add_special_tokens=add_special)
         return ids
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+import mlx.core as mx
 from mlx_lm.models.cache import can_trim_prompt_cache, trim_prompt_cache
 
 DEFAULT_CAPACITY_BYTES = 2 * 1024**3
@@ -130,6 +131,9 @@ class PromptCache:
             freed = self.stats()
             for entry_id in list(self._entries):
                 self._drop(entry_id)
+        # MLX keeps freed buffers for reuse (a long prefill's temporaries included): a reset
+        # gives them back to the system too.
+        mx.clear_cache()
         return freed
 
     def stats(self) -> dict[str, Any]:

@@ -34,12 +34,17 @@ class PrefillQueue:
             return len(self._heap)
 
     def push(self, handle: RequestHandle) -> None:
-        rank = PRIORITY_RANK.get(handle.request.priority, PRIORITY_RANK["normal"])
+        self.push_all([handle])
+
+    def push_all(self, handles: list[RequestHandle]) -> None:
+        """Queue all of ``handles`` or none (QueueFull when they do not all fit)."""
         with self._lock:
-            if len(self._heap) >= self.capacity:
+            if len(self._heap) + len(handles) > self.capacity:
                 raise QueueFull(BUSY_MESSAGE)
-            heapq.heappush(self._heap, (rank, next(self._order), handle))
-            self._pushes += 1
+            for handle in handles:
+                rank = PRIORITY_RANK.get(handle.request.priority, PRIORITY_RANK["normal"])
+                heapq.heappush(self._heap, (rank, next(self._order), handle))
+            self._pushes += len(handles)
             self._nonempty.notify()
 
     def pop(self, blocked: Callable[[RequestHandle], bool] | None = None) -> RequestHandle | None:

@@ -207,6 +207,26 @@ class Engine:
         count_in_metrics: bool | None = None,
     ) -> RequestHandle:
         """Queue a request; raises 400 for a prompt that cannot fit a slot, 503 when full."""
+        return self.submit_all([request], priority, count_in_metrics=count_in_metrics)[0]
+
+    def submit_all(
+        self,
+        requests: list[GenerationRequest],
+        priority: Priority | None = None,
+        *,
+        count_in_metrics: bool | None = None,
+    ) -> list[RequestHandle]:
+        """Queue every request or none: each is checked as ``submit`` checks one, then all
+        enter the queue at once (503 when it cannot take them all, leaving nothing queued)."""
+        checked = [self._checked(r, priority, count_in_metrics) for r in requests]
+        loop = asyncio.get_running_loop()
+        handles = [RequestHandle(request, loop, self.config.stream_interval_ms / 1000)
+                   for request in checked]
+        self.queue.push_all(handles)
+        return handles
+
+    def _checked(self, request: GenerationRequest, priority: Priority | None,
+                 count_in_metrics: bool | None) -> GenerationRequest:
         model = self.require_model()
         changes: dict[str, Any] = {}
         if priority is not None:
@@ -228,10 +248,7 @@ class Engine:
                 f"({model.context_size} tokens), try increasing it",
                 n_prompt_tokens=n_prompt, n_ctx=model.context_size,
             )
-        handle = RequestHandle(request, asyncio.get_running_loop(),
-                               self.config.stream_interval_ms / 1000)
-        self.queue.push(handle)
-        return handle
+        return request
 
     # -- engine thread ---------------------------------------------------------------------
     def _run(self) -> None:

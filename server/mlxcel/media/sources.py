@@ -61,10 +61,18 @@ def local_path_of(url: str, param: str) -> Path | None:
         if parsed.netloc not in ("", "localhost"):
             raise InvalidRequestError(f"{param}: a file URL must name a local path.",
                                       param=param)
-        return Path(unquote(parsed.path))
+        return _no_nul(unquote(parsed.path), param)
     if url.startswith("/"):
-        return Path(url)
+        return _no_nul(url, param)
     return None
+
+
+def _no_nul(path: str, param: str) -> Path:
+    # No file name holds NUL (%00): the OS would refuse it, and Python raises ValueError.
+    if "\x00" in path:
+        raise InvalidRequestError(f"{param}: a local path cannot contain a NUL character.",
+                                  param=param)
+    return Path(path)
 
 
 def allowed_path(path: Path, roots: tuple[Path, ...], param: str, what: str) -> Path:

@@ -16,8 +16,9 @@ import json
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import limits
 from ..chat.multimodal import image_part
 from ..errors import InvalidRequestError
 from ..generation import Finished
@@ -29,6 +30,14 @@ class AnthropicMessage(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
     role: Literal["user", "assistant"]
     content: str | list[dict[str, Any]]
+
+    @field_validator("content")
+    @classmethod
+    def _blocks(cls, value: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+        # Anthropic refuses an empty block list (an empty prefill is the empty string).
+        if isinstance(value, list) and not value:
+            raise ValueError("content must be a string or a non-empty array of content blocks")
+        return value
 
 
 class MessagesRequest(OpenAISamplingFields):
@@ -61,6 +70,14 @@ class MessagesRequest(OpenAISamplingFields):
 
     def stop_strings(self) -> tuple[str, ...]:
         return tuple(self.stop_sequences or ())
+
+    @field_validator("stop_sequences")
+    @classmethod
+    def _stop_bounds(cls, value: list[str] | None) -> list[str] | None:
+        problem = limits.stop_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class CountTokensRequest(BaseModel):
@@ -133,8 +150,11 @@ def _user_turn(content: list[dict[str, Any]], param: str) -> list[dict[str, Any]
         if block.get("type") == "tool_result":
             if not isinstance(block.get("tool_use_id"), str):
                 raise _bad(f"{where}.tool_use_id must be a string.", f"{where}.tool_use_id")
-            result = _joined(_parts_of(block.get("content") or "", f"{where}.content",
-                                       images=True))
+            inner = block.get("content") or ""
+            if not isinstance(inner, (str, list)):
+                raise _bad(f"{where}.content must be a string or an array of content blocks.",
+                           f"{where}.content")
+            result = _joined(_parts_of(inner, f"{where}.content", images=True))
             results.append({"role": "tool", "tool_call_id": block["tool_use_id"],
                             "content": result})
         else:

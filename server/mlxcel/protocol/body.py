@@ -1,4 +1,9 @@
-"""Reading a JSON request body into a pydantic model with OpenAI-style 400s (never a 422)."""
+"""Reading a JSON request body into a pydantic model with OpenAI-style 400s (never a 422).
+
+A body is bounded before it is parsed (``json_shape.check_structure``: the number of values it
+can hold) and checked after (nesting depth, lone surrogates); a number beyond a double's range
+(``1e400``) is refused while parsing, so nothing downstream ever sees an infinity.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidRequestError, UnsupportedMediaType
+from .json_shape import check_parsed, check_structure, finite_float, json_int
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -33,8 +39,12 @@ def require_json_media_type(content_type: str | None, route: str, hint: str = ""
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise InvalidRequestError("The request body is empty; a JSON object is required.")
+    check_structure(raw)
     try:
-        data = json.loads(raw, parse_constant=_reject_constant)
+        data = json.loads(raw, parse_constant=_reject_constant, parse_float=finite_float,
+                          parse_int=json_int)
+    except InvalidRequestError:
+        raise
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the constants above
         raise InvalidRequestError(f"The request body is not valid JSON: {exc}") from None
     except RecursionError:
@@ -44,6 +54,7 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         raise InvalidRequestError(
             f"The request body must be a JSON object, not {type(data).__name__}."
         )
+    check_parsed(data, raw)
     return data
 
 

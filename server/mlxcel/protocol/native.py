@@ -9,12 +9,15 @@ measures its timings at the adapter (submission to first token, first token to t
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import limits
 from ..chat.thinking_budget import ALIASES as BUDGET_ALIASES
 from ..chat.thinking_budget import raw_prompt_factories, requested_budget
 from ..config import GenerationDefaults
@@ -33,13 +36,12 @@ from ..structured.user_grammar import user_grammar_factories
 from .chat import new_id
 from .llama_settings import ParamsView, params_body
 from .timings import draft_fields, llama_timings
-from .types import Int
+from .types import INT32_MAX, Int
 
 # llama-server's JSON-object prompt: {"prompt_string": ..., "multimodal_data": [...]}.
 ObjectPrompt = dict[str, Any]
 PromptItem = str | Int | list[str | Int] | ObjectPrompt
 MAX_PROMPTS = 16
-MAX_STOP = 16
 
 
 class NativeCompletionRequest(BaseModel):
@@ -55,7 +57,7 @@ class NativeCompletionRequest(BaseModel):
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
     min_p: float | None = Field(default=None, ge=0.0, le=1.0)
     repeat_penalty: float | None = Field(default=None, ge=0.0)
-    repeat_last_n: Int | None = Field(default=None, ge=-1)
+    repeat_last_n: Int | None = Field(default=None, ge=-1, le=INT32_MAX)
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     dry_multiplier: float | None = Field(default=None, ge=0.0)
@@ -84,6 +86,14 @@ class NativeCompletionRequest(BaseModel):
     reasoning_budget_tokens: Int | None = None
     reasoning_budget: Int | None = None
 
+    @field_validator("logit_bias", mode="before")
+    @classmethod
+    def _logit_bias_count(cls, value: Any) -> Any:
+        problem = limits.logit_bias_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
 
 # -- translation --------------------------------------------------------------------------
 
@@ -101,8 +111,9 @@ def _check_unsupported(request: NativeCompletionRequest) -> None:
             "probabilities before sampling.", param="post_sampling_probs")
     if request.n_cmpl is not None and request.n_cmpl > 1:
         raise InvalidRequestError("Only n_cmpl=1 is supported.", param="n_cmpl")
-    if isinstance(request.stop, list) and len(request.stop) > MAX_STOP:
-        raise InvalidRequestError(f"at most {MAX_STOP} stop strings.", param="stop")
+    problem = limits.stop_problem(request.stop)
+    if problem:
+        raise InvalidRequestError(f"{problem}.", param="stop")
 
 
 def _sequence(items: list[str | int], model: LoadedModel) -> list[int]:
@@ -232,15 +243,50 @@ def _seed(value: int | None, default: int | None) -> int | None:
     return None if value < 0 else value % 2**64
 
 
-_BREAKER_CACHE: dict[tuple[int, tuple[str, ...]], tuple[BreakerSequence, ...]] = {}
+# Breaker tables of recent breaker lists (LRU, keyed by tokenizer and strings), and each
+# tokenizer's token texts, decoded once.
+BREAKER_CACHE_ENTRIES = 64
+_BREAKER_CACHE: OrderedDict[tuple[int, tuple[str, ...]], tuple[BreakerSequence, ...]] = \
+    OrderedDict()
+_PIECES: dict[int, list[tuple[int, str]]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _pieces(model: LoadedModel) -> list[tuple[int, str]]:
+    key = id(model.tokenizer)
+    if key not in _PIECES:
+        vocab = sorted(model.tokenizer.get_vocab().values())
+        _PIECES[key] = [(i, model.decode([i])) for i in vocab]
+    return _PIECES[key]
 
 
 def _string_breakers(strings: tuple[str, ...], model: LoadedModel) -> tuple[BreakerSequence, ...]:
     key = (id(model.tokenizer), strings)
-    if key not in _BREAKER_CACHE:
-        pieces = [(i, model.decode([i])) for i in sorted(model.tokenizer.get_vocab().values())]
-        _BREAKER_CACHE[key] = breakers_from_strings(strings, pieces, model.encode)
-    return _BREAKER_CACHE[key]
+    with _CACHE_LOCK:
+        found = _BREAKER_CACHE.get(key)
+        if found is not None:
+            _BREAKER_CACHE.move_to_end(key)
+            return found
+    table = breakers_from_strings(strings, _pieces(model), model.encode)
+    with _CACHE_LOCK:
+        _BREAKER_CACHE[key] = table
+        while len(_BREAKER_CACHE) > BREAKER_CACHE_ENTRIES:
+            _BREAKER_CACHE.popitem(last=False)
+    return table
+
+
+def bounded_breakers(breakers: list[str] | None) -> tuple[str, ...]:
+    """The request's string breakers (llama-server's defaults when absent): at most
+    ``--max-dry-breakers`` of them (400 beyond), each cut to ``--dry-breaker-chars``
+    characters as llama.cpp cuts its own to 40."""
+    if breakers is None:
+        return DEFAULT_STRING_BREAKERS
+    bounds = limits.active()
+    if len(breakers) > bounds.max_dry_breakers:
+        raise InvalidRequestError(
+            f"at most {bounds.max_dry_breakers} dry_sequence_breakers are accepted.",
+            param="dry_sequence_breakers")
+    return tuple(b[:bounds.dry_breaker_chars] for b in breakers)
 
 
 def native_dry(request: NativeCompletionRequest, model: LoadedModel,
@@ -252,8 +298,7 @@ def native_dry(request: NativeCompletionRequest, model: LoadedModel,
     window = defaults.dry_penalty_last_n if last_n is None else max(last_n, 0)
     if last_n == 0:
         multiplier = 0.0
-    strings = tuple(request.dry_sequence_breakers if request.dry_sequence_breakers is not None
-                    else DEFAULT_STRING_BREAKERS)
+    strings = bounded_breakers(request.dry_sequence_breakers)
     return {
         "dry_multiplier": multiplier,
         "dry_base": _pick(request.dry_base, defaults.dry_base),

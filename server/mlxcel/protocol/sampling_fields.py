@@ -7,11 +7,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import limits
 from ..chat.thinking_budget import requested_budget
 from ..config import GenerationDefaults
 from ..errors import InvalidRequestError
 from ..generation import LoopDetection, SamplingParams
-from .types import Int
+from .types import INT32_MAX, Int
 
 
 class StreamOptions(BaseModel):
@@ -38,10 +39,10 @@ class OpenAISamplingFields(BaseModel):
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     repetition_penalty: float | None = Field(default=None, gt=0.0)
-    repetition_context_size: Int | None = Field(default=None, ge=0)
+    repetition_context_size: Int | None = Field(default=None, ge=0, le=INT32_MAX)
     # mlx-lm's penalty windows (its default 20 when omitted).
-    presence_context_size: Int | None = Field(default=None, ge=0)
-    frequency_context_size: Int | None = Field(default=None, ge=0)
+    presence_context_size: Int | None = Field(default=None, ge=0, le=INT32_MAX)
+    frequency_context_size: Int | None = Field(default=None, ge=0, le=INT32_MAX)
     # mlx-lm's model-selection fields, checked in ``mlx_lm_fields.check_model_fields``.
     adapters: str | None = None
     draft_model: str | None = None
@@ -67,11 +68,20 @@ class OpenAISamplingFields(BaseModel):
     reasoning_budget: Int | None = None
     extra_body: dict[str, Any] | None = None
 
+    @field_validator("logit_bias", mode="before")
+    @classmethod
+    def _logit_bias_count(cls, value: Any) -> Any:
+        problem = limits.logit_bias_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("stop")
     @classmethod
     def _stop_count(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, list) and len(value) > 16:
-            raise ValueError("at most 16 stop sequences are supported")
+        problem = limits.stop_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     def stop_strings(self) -> tuple[str, ...]:

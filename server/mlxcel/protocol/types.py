@@ -19,3 +19,8 @@ def _integral(value: Any) -> Any:
 
 
 Int = Annotated[int, BeforeValidator(_integral)]
+
+
+# MLX slices and indexes with 32-bit integers: a token window beyond this cannot be applied
+# (a window longer than the context is the whole context anyway).
+INT32_MAX = 2**31 - 1

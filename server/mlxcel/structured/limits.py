@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import limits as request_limits
 from ..errors import InvalidRequestError
 
 MAX_SCHEMA_BYTES = 64 * 1024
-MAX_SCHEMA_DEPTH = 32
+MAX_SCHEMA_DEPTH = 32  # the default of --max-schema-depth
 MAX_SCHEMA_REFS = 64
 
 
-def _depth_and_refs(schema: Any) -> tuple[int, int]:
+def _depth_and_refs(schema: Any, max_depth: int) -> tuple[int, int]:
     """Nesting depth of objects/arrays and the number of ``$ref`` keys, without recursion."""
     deepest, refs = 0, 0
     stack: list[tuple[Any, int]] = [(schema, 1)]
@@ -26,7 +27,7 @@ def _depth_and_refs(schema: Any) -> tuple[int, int]:
         elif isinstance(node, list):
             deepest = max(deepest, depth)
             stack.extend((v, depth + 1) for v in node)
-        if deepest > MAX_SCHEMA_DEPTH:
+        if deepest > max_depth:
             break
     return deepest, refs
 
@@ -41,10 +42,12 @@ def check_schema_limits(schema: Any, param: str) -> None:
             f"The JSON schema is {size} bytes serialized; the limit is {MAX_SCHEMA_BYTES}.",
             param=param,
         )
-    depth, refs = _depth_and_refs(schema)
-    if depth > MAX_SCHEMA_DEPTH:
+    max_depth = request_limits.active().max_schema_depth
+    depth, refs = _depth_and_refs(schema, max_depth)
+    if depth > max_depth:
         raise InvalidRequestError(
-            f"The JSON schema nests deeper than {MAX_SCHEMA_DEPTH} levels.", param=param
+            f"The JSON schema nests deeper than {max_depth} levels (--max-schema-depth).",
+            param=param,
         )
     if refs > MAX_SCHEMA_REFS:
         raise InvalidRequestError(

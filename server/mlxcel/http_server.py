@@ -1,0 +1,126 @@
+"""uvicorn, configured for clients that misbehave.
+
+- **Header timeout**: uvicorn arms no timer on a new connection, nor on one that has sent part
+  of a request; a client that never finishes its header block holds a socket (and a file
+  descriptor) for ever. ``GuardedH11Protocol`` closes such a connection, with a 408, after
+  ``--timeout-header`` seconds. (The body's read timeout is the ASGI guard's: api/guard.py;
+  idle keep-alive connections are uvicorn's own ``--timeout-keep-alive``.)
+- **Accept errors that cannot flood the log**: when the process runs out of file descriptors,
+  asyncio logs a traceback for every failed ``accept()``, thousands per second (the accept
+  loop goes on after the error); ``AcceptErrorLimiter`` logs the first, then one line with a
+  count per interval.
+- **File descriptors**: the soft limit is raised to the hard limit at startup, so the
+  header timeout, not the descriptor limit, is what bounds idle connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger("mlxcel.http")
+
+REQUEST_TIMEOUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
+                   b"content-length: 0\r\nconnection: close\r\n\r\n")
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request's header block."""
+
+    header_timeout_s: float = 10.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._arm_header_timer()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is h11.IDLE:
+            # no complete request yet (or a new one begun on a kept-alive connection)
+            if self._header_timer is None and self.conn.trailing_data[0]:
+                self._arm_header_timer()
+        else:
+            self._disarm_header_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._disarm_header_timer()  # uvicorn's keep-alive timer takes over
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+    def _arm_header_timer(self) -> None:
+        self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timed_out)
+
+    def _disarm_header_timer(self) -> None:
+        timer = getattr(self, "_header_timer", None)
+        if timer is not None:
+            timer.cancel()
+            self._header_timer = None
+
+    def _header_timed_out(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+            return
+        with contextlib.suppress(Exception):
+            self.transport.write(REQUEST_TIMEOUT)
+        self.transport.close()
+
+
+def guarded_protocol(header_timeout_s: float) -> type[GuardedH11Protocol]:
+    """A ``GuardedH11Protocol`` class with its timeout (uvicorn instantiates the class)."""
+    return type("GuardedH11Protocol", (GuardedH11Protocol,),
+                {"header_timeout_s": max(0.1, header_timeout_s)})
+
+
+class AcceptErrorLimiter:
+    """An event-loop exception handler that rate-limits ``accept()`` resource errors."""
+
+    MESSAGE = "socket.accept() out of system resource"
+
+    def __init__(self, interval_s: float = 10.0, clock: Any = time.monotonic) -> None:
+        self.interval_s = interval_s
+        self._clock = clock
+        self._last: float | None = None
+        self.suppressed = 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != self.MESSAGE:
+            loop.default_exception_handler(context)
+            return
+        now = self._clock()
+        if self._last is not None and now - self._last < self.interval_s:
+            self.suppressed += 1
+            return
+        exc = context.get("exception")
+        log.error("cannot accept connections: %s (%d more such errors in the last %.0f s); "
+                  "raise the open-file limit (ulimit -n) or lower --timeout-header",
+                  exc, self.suppressed, self.interval_s if self._last is not None else 0.0)
+        self._last, self.suppressed = now, 0
+
+
+def install_accept_error_limiter(loop: asyncio.AbstractEventLoop) -> None:
+    loop.set_exception_handler(AcceptErrorLimiter())
+
+
+def raise_open_file_limit() -> int | None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit; the new soft limit (None off POSIX)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if target > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+    return soft

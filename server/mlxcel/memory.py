@@ -1,0 +1,86 @@
+"""Giving memory back after large requests.
+
+A 24 MiB body is parsed, copied and dropped in a worker thread; glibc's allocator keeps the
+freed pages of its heaps (one per thread) for reuse, so the process's resident memory stays
+~20% above where it was, request after request. After a request that carried a large body the
+server asks glibc to return free pages (``malloc_trim``), at most once per interval, from a
+worker thread (the call runs without the interpreter lock). Elsewhere than glibc it does
+nothing. At startup it also caps glibc's number of heaps (``limit_malloc_arenas``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import os
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+# Bodies at least this large leave enough freed pages behind to be worth a trim.
+TRIM_AFTER_BYTES = 1024 * 1024
+TRIM_INTERVAL_S = 2.0
+
+_pending = False
+
+
+def note_body(size: int) -> None:
+    """Record that a body of ``size`` bytes was read (a trim follows a large one)."""
+    if size >= TRIM_AFTER_BYTES:
+        request_trim()
+
+
+def request_trim() -> None:
+    """Ask for a trim at the next interval (e.g. after the prompt cache was emptied)."""
+    global _pending
+    _pending = True
+
+
+def _libc_function(name: str) -> Any:
+    """A glibc function, or None elsewhere (macOS, musl)."""
+    path = ctypes.util.find_library("c")
+    if path is None:
+        return None
+    try:
+        return getattr(ctypes.CDLL(path), name)
+    except (OSError, AttributeError):
+        return None
+
+
+def _malloc_trim() -> Callable[[], object] | None:
+    trim = _libc_function("malloc_trim")
+    return None if trim is None else (lambda: trim(0))
+
+
+# glibc's mallopt parameter for the number of heaps ("arenas").
+M_ARENA_MAX = -8
+ARENAS = 2
+
+
+def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
+    """Let glibc keep at most ``arenas`` heaps (it makes up to eight per core, one for each
+    thread that contends): each keeps freed pages of its own, and request preparation runs on
+    several threads. Measured: resident memory after a hostile run 13% above its start with
+    glibc's default, 2% with two arenas. ``MALLOC_ARENA_MAX`` in the environment wins. Call
+    before threads start; True when applied."""
+    if os.environ.get("MALLOC_ARENA_MAX"):
+        return False
+    mallopt = _libc_function("mallopt")
+    return bool(mallopt is not None and mallopt(M_ARENA_MAX, arenas))
+
+
+async def trim_after_large_bodies(interval_s: float = TRIM_INTERVAL_S) -> None:
+    """Run for the server's life: trim once per interval when a large body was read."""
+    global _pending
+    trim = _malloc_trim()
+    if trim is None:
+        return
+    while True:
+        await asyncio.sleep(interval_s)
+        if _pending:
+            _pending = False
+            with contextlib.suppress(OSError):
+                await anyio.to_thread.run_sync(trim)

@@ -1,0 +1,43 @@
+"""``memory.py`` (issue 20, acceptance: RSS back within 10% after a hostile run): freed pages
+are handed back after a large body, once per interval, and only then."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mlxcel import memory
+
+
+def test_a_trim_follows_a_large_body_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "_malloc_trim", lambda: lambda: calls.append(1))
+    monkeypatch.setattr(memory, "_pending", False)
+
+    async def run() -> None:
+        task = asyncio.create_task(memory.trim_after_large_bodies(0.01))
+        memory.note_body(10)  # small: nothing to give back
+        await asyncio.sleep(0.05)
+        assert calls == []
+        memory.note_body(memory.TRIM_AFTER_BYTES)
+        memory.note_body(memory.TRIM_AFTER_BYTES)  # two bodies, one trim
+        await asyncio.sleep(0.05)
+        task.cancel()
+
+    asyncio.run(run())
+    assert calls == [1]
+
+
+def test_malloc_trim_is_found_on_glibc_or_absent() -> None:
+    trim = memory._malloc_trim()
+    if trim is not None:
+        trim()  # returns memory; must not raise
+
+
+def test_arenas_are_capped_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert memory.limit_malloc_arenas() is False  # the operator's setting wins
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    applied = memory.limit_malloc_arenas()
+    assert applied is (memory._libc_function("mallopt") is not None)
