@@ -235,3 +235,20 @@ def test_configuration_page_is_current() -> None:
     assert page == module.render(), (
         "docs/configuration.md is stale: run `python docs/hooks/configuration.py`")
 
+
+def test_services_live_in_the_typed_state() -> None:
+    """The stores and the metrics registry exist when the app is built, before any request;
+    nothing but the typed state is kept on the app."""
+    from mlxcel.app import create_app
+    from mlxcel.bundled import bundled_model_path
+    from mlxcel.engine.worker import Engine
+
+    config = ServerConfig(model=str(bundled_model_path()), responses_store_max_entries=7,
+                          conversation_store_ttl_secs=9, metrics=True)
+    app = create_app(config, Engine(EngineConfig(model=config.model)))
+    services = app.state.mlxcel.services
+    assert services.stores.responses.max_entries == 7
+    assert services.stores.conversations.ttl_secs == 9
+    assert services.metrics is not None
+    assert (services.encoders, services.audio, services.images) == (None, None, None)
+    assert set(vars(app.state)["_state"]) == {"mlxcel"}
