@@ -51,6 +51,6 @@ def server_section() -> list[str]:
         "when the flag is absent (a flag on the command line wins; of several variables the "
         "first one set). Boolean variables take `1`, `true`, `on`, `yes`, `enabled` or `0`, "
         "`false`, `off`, `no`, `disabled`; any other value stops the server with a usage error. "
-        "`--version` prints the version.",
+        "`-h`, `--help` prints them all and `--version` the version.",
         *rows(OPTIONS),
     ]
