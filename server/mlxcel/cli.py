@@ -37,6 +37,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     """The command line, made from the settings (``settings/``); ``environ`` (default: the
     process's) supplies the ``LLAMA_ARG_*`` and ``MLXCEL_*`` variables."""
     parser = build(OPTIONS, prog="mlxcel-server", environ=environ,
+                   usage="%(prog)s [-m MODEL] [--host HOST] [--port PORT] [OPTION ...]",
                    description="The mlxcel reference MLX inference server: OpenAI Chat "
                    "Completions, Completions and Responses, Anthropic Messages and llama-server's "
                    "native routes.")

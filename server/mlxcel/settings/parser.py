@@ -59,11 +59,11 @@ def _add(group: argparse._ArgumentGroup, option: Option[Any], default: Any) -> N
                        choices=option.choices, help=help_text(option), **extra)
 
 
-def build(options: Iterable[Option[Any]], *, prog: str, description: str,
+def build(options: Iterable[Option[Any]], *, prog: str, description: str, usage: str | None = None,
           environ: Mapping[str, str] | None = None) -> SettingsParser:
     """The parser of ``options``; environment-only options become namespace defaults."""
     env = os.environ if environ is None else environ
-    parser = SettingsParser(prog=prog, description=description)
+    parser = SettingsParser(prog=prog, description=description, usage=usage)
     parser.env_errors = []
     groups: dict[str, argparse._ArgumentGroup] = {}
     for option in options:
