@@ -40,8 +40,8 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
     Option("cache_ttl", DEFAULT_TTL_S, "seconds a prompt cache entry is kept after its last "
            "use", ENGINE, flags=("--cache-ttl",), type=float, to="engine",
            field="cache_ttl_s"),
-    Option("cpu_kernels", True, "on MLX's CPU backend, mlxcel's vectorized SwiGLU and decode "
-           "attention; off keeps mlx-lm's (bit-identical to mlx-lm, slower at large batches)",
+    Option("cpu_kernels", True, "mlxcel's vectorized SwiGLU and decode attention on MLX's CPU "
+           "backend (off: mlx-lm's own, bit-identical to mlx-lm, slower at large batches)",
            ENGINE, off_flags=("--no-cpu-kernels",), env=("MLXCEL_CPU_KERNELS",),
            kind="bool", to="engine"),
 )

@@ -9,7 +9,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .option import Option, SettingError
+from .option import Option, SettingError, comma_list
+
+METAVARS: dict[Any, str] = {int: "N", float: "X", comma_list: "A,B"}
 
 
 def help_text(option: Option[Any], off: bool = False) -> str:
@@ -55,6 +57,8 @@ def _add(group: argparse._ArgumentGroup, option: Option[Any], default: Any) -> N
         return
     action = "append" if option.kind == "append" else "store"
     extra: dict[str, Any] = {} if option.kind == "append" else {"type": option.type}
+    if option.choices is None:
+        extra["metavar"] = METAVARS.get(option.type, option.dest.upper())
     group.add_argument(*option.flags, dest=option.dest, action=action, default=default,
                        choices=option.choices, help=help_text(option), **extra)
 
