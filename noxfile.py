@@ -7,6 +7,10 @@ nothing installed by hand.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+
 import nox
 
 nox.options.sessions = ["tests"]
@@ -28,6 +32,30 @@ def _install_with_images(session: nox.Session, extras: str) -> None:
     session.install("--no-deps", MFLUX)
 
 
+# The HTML report's browser test opens the page in a headless Chromium or Chrome.
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
+
+
+def _ensure_browser(session: nox.Session) -> None:
+    """A headless browser for the report's browser test. On Debian or Ubuntu without one,
+    Debian's ``chromium`` is installed with apt (about 2 minutes; sudo when not root), so the
+    README's test command runs the browser tests on a fresh machine. Once a browser is here (or
+    was just installed) the test fails rather than skips when it cannot start one."""
+    if not any(shutil.which(name) for name in BROWSERS) and sys.platform.startswith("linux") \
+            and shutil.which("apt-get"):
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        session.log("installing Debian's chromium for the HTML report's browser test")
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run(*sudo, "apt-get", "update", "-qq", external=True, env=env)
+        session.run(*sudo, "apt-get", "install", "-y", "-qq", "--no-install-recommends",
+                    "chromium", external=True, env=env)
+    if any(shutil.which(name) for name in BROWSERS):
+        session.env["MLXCEL_REQUIRE_BROWSER"] = "1"
+    else:
+        session.warn("no headless Chromium or Chrome on PATH: the HTML report's browser test "
+                     "will be skipped (install chromium, or put Chrome on PATH)")
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy."""
@@ -42,6 +70,7 @@ def tests(session: nox.Session) -> None:
     The audio extra (mlx-whisper) and the image backend (mflux) are installed so the Whisper and
     Z-Image tests run too."""
     _install_with_images(session, "dev,audio")
+    _ensure_browser(session)
     session.run("ruff", "check", ".")
     session.run("mypy")
     session.run("pytest", "-q", *session.posargs)

@@ -49,21 +49,41 @@ def completion_payload(model: str | None, prompt: Any = "The capital of France i
     return with_model(model, payload)
 
 
+# Whether the target claims mlxcel's extensions (set by the plugin from the profile): then its
+# bodies are also held to the reference view of the spec, under the extension check.
+REFERENCE_SHAPES = {"claimed": False}
+
+
 @check("schema_conformance", severity=Severity.HIGH,
-       description="A response body (or SSE event) matches its schema in openapi/")
+       description="A response body (or SSE event) matches the public-contract view of openapi/")
 def check_schema(method: str, path: str, status: int, body: Any) -> None:
     errors = spec.validate_json(method, path, status, body)
     if errors:
         fail("schema_conformance", f"{method} {path} {status}: {errors[0]}",
              errors=errors[:5], body=body)
+    if REFERENCE_SHAPES["claimed"]:
+        check_schema_reference(method, path, status, body)
+
+
+@check("schema_extension", severity=Severity.MEDIUM,
+       description="A body matches the reference view of openapi/ (x-mlxcel-extension keys)")
+def check_schema_reference(method: str, path: str, status: int, body: Any) -> None:
+    errors = spec.validate_json(method, path, status, body, view=spec.REFERENCE)
+    if errors:
+        fail("schema_extension", f"{method} {path} {status}: {errors[0]}",
+             errors=errors[:5], body=body)
 
 
 def check_schema_events(method: str, path: str, result: StreamResult) -> None:
-    for index, event in enumerate(parse_sse(result.text).events):
-        errors = spec.validate_sse_event(method, path, event.data, event.event)
-        if errors:
-            fail("schema_conformance", f"{method} {path} event {index}: {errors[0]}",
-                 errors=errors[:5], data=event.data)
+    views = [(spec.CONTRACT, "schema_conformance")]
+    if REFERENCE_SHAPES["claimed"]:
+        views.append((spec.REFERENCE, "schema_extension"))
+    for view, name in views:
+        for index, event in enumerate(parse_sse(result.text).events):
+            errors = spec.validate_sse_event(method, path, event.data, event.event, view=view)
+            if errors:
+                fail(name, f"{method} {path} event {index}: {errors[0]}",
+                     errors=errors[:5], data=event.data)
 
 
 @check("sse_content_type", severity=Severity.HIGH,

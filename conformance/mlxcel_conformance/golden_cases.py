@@ -260,6 +260,39 @@ CASES: tuple[GoldenCase, ...] = (
                _chat("Say hello.", draft_model="any/draft-model")),
 )
 
+# Goldens of mlxcel's own behaviour, not a public contract (the mlxcel extension each checks):
+# requests the public API accepts but the reference refuses (its documented 400s), its 501s,
+# and its own routes and fields. Replayed only where the profile claims the extension.
+EXTENSION_GOLDENS: dict[str, str] = {
+    "chat/error_json_object": "refusals",  # OpenAI serves json_object
+    "chat/think_reasoning_only": "reasoning_only",
+    "llama-native/error_response_format": "refusals",  # llama-server takes response_format
+    "tokenize/detokenize_out_of_vocab": "refusals",  # llama-server answers it with text
+    "responses/error_builtin_tool": "refusals",  # OpenAI serves web_search
+    "responses/error_input_file": "refusals",
+    "responses/error_input_image": "refusals",  # a text-only model here
+    "responses/error_truncation": "refusals",  # OpenAI serves truncation: auto
+    "responses/error_background": "refusals",  # OpenAI serves background: true
+    "responses/context_management_stream": "compaction",
+    "responses/compact": "compaction",
+    "responses/error_compact_nothing_to_summarize": "compaction",
+    "responses/error_compact_stream": "compaction",
+    "responses/error_context_management_threshold": "compaction",
+    "anthropic/error_image": "refusals",  # a text-only model here
+    "embeddings/rerank_error_both_forms": "refusals",
+    "mlx-lm-fields/error_adapters_dotdot": "adapters",
+    "mlxcel-ext/error_draft_model": "refusals",
+    "images/generations_unconfigured": "not_implemented",
+    "audio/transcriptions_unconfigured": "not_implemented",
+    "realtime/unconfigured": "not_implemented",
+}
+
+
+def golden_extension(doc: dict[str, Any]) -> str | None:
+    """The mlxcel extension a recorded golden checks, or None for a public-contract case."""
+    return EXTENSION_GOLDENS.get(f"{doc['family']}/{doc['case']}")
+
+
 # Image input (the `vision` family), recorded on the vision-language fixture and replayed by the
 # vision family's tests, which a server whose model reads no images reports UNSUPPORTED.
 VISION_FIXTURE = "qwen2-vl-tiny"

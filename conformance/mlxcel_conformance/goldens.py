@@ -22,10 +22,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from . import spec
+from .checks.anthropic_events import check_anthropic_stream
 from .checks.openai_common import is_int, is_number
 from .checks.registry import check, fail
+from .checks.responses_events import check_responses_stream
 from .client import SuiteClient
-from .errors import SetupError, Severity
+from .errors import ConformanceFailure, SetupError, Severity
 from .golden_binary import binary_summary, compare_binary, is_binary
 from .golden_cases import GoldenCase
 from .golden_diff import format_case
@@ -84,7 +87,16 @@ def send(client: SuiteClient, case: GoldenCase, model: str | None) -> dict[str, 
         content = response.read()
         content_type = response.headers.get("content-type", "").split(";")[0]
         status = response.status_code
-    return {"status": status, "content_type": content_type, **_body(content_type, content)}
+    transcript = {"status": status, "content_type": content_type,
+                  **_body(content_type, content)}
+    transcript[RAW] = content.decode("utf-8", errors="replace") if not is_binary(
+        content_type) else ""
+    return transcript
+
+
+# The un-normalized answer, kept beside a replayed transcript for the contract-view schema check
+# of shape mode; never recorded.
+RAW = "_raw"
 
 
 def _body(content_type: str, content: bytes) -> dict[str, Any]:
@@ -115,6 +127,7 @@ def _event(name: str | None, data: str) -> Any:
 
 
 def document(case: GoldenCase, transcript: dict[str, Any]) -> dict[str, Any]:
+    transcript = {k: v for k, v in transcript.items() if k != RAW}
     request: dict[str, Any] = {"method": case.method, "path": case.path}
     if case.json is not None:
         request["json"] = case.json
@@ -171,7 +184,8 @@ def replay_golden(client: SuiteClient, doc: dict[str, Any], model: str | None,
                   mode: str) -> None:
     """Send a golden's request and check the answer against its transcript in ``mode``."""
     got = send(client, case_from_document(doc), model)
-    check_golden(doc["response"], got, mode, f"{doc['family']}/{doc['case']}")
+    request = (doc["request"]["method"], doc["request"]["path"])
+    check_golden(doc["response"], got, mode, f"{doc['family']}/{doc['case']}", request)
 
 
 def write_document(root: Path, doc: dict[str, Any]) -> Path:
@@ -214,23 +228,57 @@ def _is_fraction(value: Any) -> bool:
 
 
 def compare_shape(expected: Any, got: Any, path: str = "$") -> list[str]:
-    if expected is None:
-        return []  # a null in the golden says nothing about the type the field may take
+    """Structure without the reference's own choices: the JSON kind of every key both sides
+    carry. Which keys must be present is the public contract's business, checked on the raw
+    answer against the contract view of the spec (``contract_diffs``): a key the reference
+    happens to send (``system_fingerprint``, ``reasoning_content``, a tool argument the model
+    chose) is no requirement of another server."""
+    if expected is None or got is None:
+        return []  # a null says nothing about the type the field may take
     if _kind(expected) != _kind(got):
         return [f"{path}: expected {_kind(expected)}, got {_kind(got)} ({_short(got)})"]
     if isinstance(expected, dict):
-        # A key the golden holds as null is optional in the spec: its absence is no diff.
-        diffs = [f"{path}.{k}: missing" for k in expected if k not in got
-                 and expected[k] is not None]
-        for k in expected:
-            if k in got:
-                diffs += compare_shape(expected[k], got[k], f"{path}.{k}")
-        return diffs
+        return [d for k in expected if k in got
+                for d in compare_shape(expected[k], got[k], f"{path}.{k}")]
     if isinstance(expected, list) and expected and got:
         return compare_shape(expected[0], got[0], f"{path}[0]")
-    if isinstance(expected, list) and bool(expected) != bool(got):
-        return [f"{path}: expected {'a non-empty' if expected else 'an empty'} list"]
     return []
+
+
+def _state_machine_diffs(path: str, events: Any) -> list[str]:
+    machine = {"/v1/responses": check_responses_stream,
+               "/v1/messages": check_anthropic_stream}.get(path)
+    if machine is None:
+        return []
+    try:
+        machine(events)
+    except ConformanceFailure as failure:
+        return [f"{failure.check}: {failure.message}"]
+    return []
+
+
+def _typed(events: list[Any]) -> bool:
+    return bool(events) and isinstance(events[0], dict) and "event" in events[0]
+
+
+def contract_diffs(method: str, path: str, got: dict[str, Any]) -> list[str]:
+    """The raw answer against the contract view of the spec (required keys, types) and, for a
+    named-event stream, against its family's event state machine."""
+    raw = got.get(RAW)
+    if not raw or got.get("content_type") not in ("application/json", "text/event-stream"):
+        return []
+    if got["content_type"] == "text/event-stream":
+        events = parse_sse(raw).events
+        diffs = [f"event {i}: {error}" for i, event in enumerate(events)
+                 for error in spec.validate_sse_event(method, path, event.data, event.event)[:1]
+                 ][:5]
+        return diffs or _state_machine_diffs(path, events)
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return []
+    errors = spec.validate_json(method, path, got["status"], body)
+    return [f"body{error}" for error in errors if "is not documented" not in error][:5]
 
 
 def event_kinds(events: list[Any]) -> list[str]:
@@ -240,12 +288,18 @@ def event_kinds(events: list[Any]) -> list[str]:
     kinds: list[str] = []
     for event in events:
         kind = _event_kind(event)
-        if kind == "role":
+        if kind in UNORDERED:
             continue
         repeated = kind == "content" or kind.endswith("delta")  # named delta events too
         if not (repeated and kinds and kinds[-1] == kind):
             kinds.append(kind)
     return kinds
+
+
+# Events whose place the contract leaves open: the role-only chunk (the real API may send the role
+# with the first delta; mlx-lm sends it in every delta) and Anthropic's ping (any number,
+# anywhere after message_start). `chat_first_chunk_role` and the event-order checks judge them.
+UNORDERED = frozenset({"role", "ping"})
 
 
 def _event_kind(event: Any) -> str:
@@ -288,9 +342,18 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
         want, have = expected["events"], got.get("events", [])
         if mode == "exact":
             return compare_exact(want, have, "events")
-        if event_kinds(want) != event_kinds(have):
+        if _typed(want):
+            # Named-event streams (Responses, Messages): their public contract is a state
+            # machine (checked on the raw stream by ``contract_diffs``), which allows more
+            # than the reference's one order (items with or without content-part events);
+            # here only how the stream ended must agree.
+            ends = [event_kinds(events)[-1:] for events in (want, have)]
+            if ends[0] != ends[1]:
+                return [f"terminal event: expected {ends[0]}, got {ends[1]}"]
+        elif event_kinds(want) != event_kinds(have):
             return [f"event order: expected {event_kinds(want)}, got {event_kinds(have)}"]
-        firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])}
+        firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])
+                  if k not in UNORDERED}
         gots = {k: e for e, k in reversed([(e, _event_kind(e)) for e in have])}
         return [d for k in firsts for d in compare_shape(firsts[k], gots.get(k), f"event:{k}")]
     if "body_binary" in expected:
@@ -319,15 +382,24 @@ def _compare_text(expected: str, got: dict[str, Any], mode: str) -> list[str]:
     description="The response matches its golden transcript (exact or shape mode)",
 )
 def check_golden(
-    expected: dict[str, Any], got: dict[str, Any], mode: str, case: str = "case"
+    expected: dict[str, Any], got: dict[str, Any], mode: str, case: str = "case",
+    request: tuple[str, str] | None = None,
 ) -> None:
+    """``request`` (method, path): in shape mode, the raw answer is also held to the contract
+    view of the spec, which says which keys are required."""
     diffs = compare_transcripts(expected, got, mode)
+    if not diffs and mode == "shape" and request is not None:
+        diffs = contract_diffs(*request, got)
     if diffs:
         # The message carries the whole expected/got block so pytest's failure output reads
         # as a diff; the evidence keeps the raw lines and what the server sent.
         fail(
             "golden_transcript",
             format_case(case, mode, diffs[:40]),
+            source=(f"goldens/{case}.json, {mode} mode: " + (
+                "the reference's own transcript on its fixture" if mode == "exact" else
+                "status, content type, event order and JSON kinds; required keys from the "
+                "public contract (the contract view of openapi/)")),
             mode=mode,
             case=case,
             diffs=diffs[:40],

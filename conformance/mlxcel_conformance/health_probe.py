@@ -10,9 +10,12 @@ setup to every measurement (creating an ``httpx`` client loads a TLS context, ~6
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import socket
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,22 +54,43 @@ def percentile(values: list[float], fraction: float) -> float:
 
 @dataclass
 class HealthProbe:
-    """``with HealthProbe(url) as probe: ...`` then ``probe.stats()``."""
+    """``with HealthProbe(url) as probe: ...`` then ``probe.stats()``.
+
+    The probes run in a process of their own (``probe_process.py``), so nothing the suite's
+    process does (serialising a large hostile body holds its interpreter lock) delays them.
+    With ``control`` each probe is followed by one of the control responder
+    (``control_responder.py``), whose latencies ``probe.control_stats()`` gives: what the
+    machine added over the same window."""
 
     base_url: str
     headers: dict[str, str] = field(default_factory=dict)
     interval_s: float = 0.02
     timeout_s: float = 5.0
     path: str = HEALTH_PATH
+    control: bool = True
+    _control_url: str | None = None
+    _control_latencies: list[float] = field(default_factory=list)
     _latencies: list[float] = field(default_factory=list)
+    _started: list[float] = field(default_factory=list)  # time.monotonic() of each probe
     _failures: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _process: subprocess.Popen[str] | None = None
+    _reader: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __enter__(self) -> HealthProbe:
-        self._thread = threading.Thread(target=self._run, name="health-probe", daemon=True)
-        self._thread.start()
+        if self.control:
+            from .control_responder import control_url
+
+            self._control_url = control_url()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "mlxcel_conformance.probe_process", self.base_url, self.path,
+             str(self.interval_s), str(self.timeout_s), self._control_url or "-",
+             json.dumps(self.headers)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        assert self._process.stdout is not None
+        self._process.stdout.readline()  # "ready": the window starts with the first probe
+        self._reader = threading.Thread(target=self._read, name="health-probe", daemon=True)
+        self._reader.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -74,26 +98,63 @@ class HealthProbe:
         self.stop()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(self.timeout_s + 1.0)
+        """End the window once the probe in flight has its answer (or its timeout)."""
+        if self._process is None:
+            return
+        with contextlib.suppress(OSError):
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+        try:
+            self._process.wait(self.timeout_s * 2 + 5.0)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._reader is not None:
+            self._reader.join(5.0)
+        self._process = None
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.probe_once()
-            self._stop.wait(self.interval_s)
+    def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        for line in self._process.stdout:
+            kind, began, ms, ok = line.split()
+            if kind == "S":
+                self._add(float(began), float(ms), ok == "1")
+            else:
+                with self._lock:
+                    self._control_latencies.append(
+                        float(ms) if ok == "1" else max(float(ms), self.timeout_s * 1e3))
+
+    def _add(self, began: float, elapsed: float, ok: bool) -> None:
+        with self._lock:
+            self._latencies.append(elapsed if ok else max(elapsed, self.timeout_s * 1e3))
+            self._started.append(began)
+            self._failures += 0 if ok else 1
 
     def probe_once(self) -> float:
-        """One probe on a new connection; its latency in ms (the timeout when unanswered)."""
-        start = time.perf_counter()
+        """One probe from this process, on a new connection; its latency in ms."""
+        start, began = time.perf_counter(), time.monotonic()
         # Any status is an answer: /health says 503 "no slot available" while every slot is
         # busy (the reference's and llama-server's documented semantics).
         ok = http_status(self.base_url, self.path, self.headers, self.timeout_s) is not None
         elapsed = (time.perf_counter() - start) * 1e3
-        with self._lock:
-            self._latencies.append(elapsed if ok else max(elapsed, self.timeout_s * 1e3))
-            self._failures += 0 if ok else 1
+        self._add(began, elapsed, ok)
         return elapsed
+
+    def slowest(self, count: int = 5) -> list[tuple[float, float]]:
+        """The ``count`` slowest probes as (start on ``time.monotonic()``, latency in ms),
+        slowest first."""
+        with self._lock:
+            pairs = list(zip(self._started, self._latencies, strict=True))
+        return sorted(pairs, key=lambda pair: pair[1], reverse=True)[:count]
+
+    def control_stats(self) -> LatencyStats | None:
+        """The control responder's latencies over the same window (None without one)."""
+        with self._lock:
+            values = list(self._control_latencies)
+        if self._control_url is None or not values:
+            return None
+        return LatencyStats(len(values), percentile(values, 0.50), percentile(values, 0.99),
+                            max(values), 0)
 
     def stats(self) -> LatencyStats:
         with self._lock:

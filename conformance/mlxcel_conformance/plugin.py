@@ -15,8 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
+from .checks import sources
+from .checks.sources import Tier
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
+from .flows import REFERENCE_SHAPES
 from .golden_diff import format_case
 from .profiles import Profile, get_profile
 from .report import Record, Report, Verdict
@@ -32,6 +35,10 @@ _TARGET_KEY = pytest.StashKey[Target]()
 
 # Exceptions that mean the server under test misbehaved at the transport or SDK level.
 _SERVER_FAULTS: tuple[type[BaseException], ...] = (httpx.TransportError, AssertionError)
+# The authority behind a FAIL that is not a named check's: the SDK's own validation, or a request
+# the server dropped.
+_FAULT_SOURCES = {"sdk-openai": sources.OPENAI_SDK, "sdk-anthropic": sources.ANTHROPIC_SDK}
+_TRANSPORT_SOURCE = "RFC 9110: every request gets a response (the connection failed or hung)"
 # Rewritten after every record, so a run killed at its deadline still leaves what it found.
 PARTIAL_NAME = "conformance.partial.json"
 
@@ -66,7 +73,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "conformance(family, feature): a conformance test of one feature of a family"
+        "markers", "conformance(family, feature, extension=None): a conformance test of one "
+        "feature of a family; with extension=NAME it checks an mlxcel extension, run only "
+        "where the profile claims NAME"
     )
     base_url = config.getoption("--base-url")
     profile = get_profile(config.getoption("--profile") or "mlxcel")
@@ -74,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if families:
         profile = profile.narrowed(name.strip() for name in families.split(","))
     config.stash[_PROFILE_KEY] = profile
+    REFERENCE_SHAPES["claimed"] = bool(profile.extensions)
     config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile.name)
 
 
@@ -145,13 +155,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=destructive)
 
 
+def _conformance_mark(item: pytest.Item) -> pytest.Mark | None:
+    """The item's conformance mark: one given to its parameter (``pytest.param(...,
+    marks=...)``: a variant reported as its own feature) wins over the function's."""
+    callspec = getattr(item, "callspec", None)
+    for mark in getattr(callspec, "marks", ()):
+        if mark.name == "conformance":
+            return mark
+    return item.get_closest_marker("conformance")
+
+
 def _marker(item: pytest.Item) -> tuple[str, str] | None:
-    mark = item.get_closest_marker("conformance")
+    mark = _conformance_mark(item)
     if mark is None:
         return None
     family = str(mark.kwargs.get("family", "misc"))
     feature = str(mark.kwargs.get("feature", item.name))
     return family, feature
+
+
+def _extension(item: pytest.Item) -> str | None:
+    """The mlxcel extension a feature checks (``extension=`` on its marker), or None for a
+    contract feature."""
+    mark = _conformance_mark(item)
+    value = None if mark is None else mark.kwargs.get("extension")
+    return None if value is None else str(value)
+
+
+def _tier(item: pytest.Item) -> str:
+    return Tier.EXTENSION.value if _extension(item) else Tier.CONTRACT.value
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -161,6 +193,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     profile = item.config.stash[_PROFILE_KEY]
     if not profile.claims(found[0]):
         pytest.skip(f"UNSUPPORTED: profile {profile.name} does not claim family {found[0]}")
+    extension = _extension(item)
+    if extension is not None and not profile.claims_extension(extension):
+        pytest.skip(f"UNSUPPORTED: profile {profile.name} does not claim the mlxcel "
+                    f"extension {extension}")
 
 
 def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Record:
@@ -183,6 +219,8 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
         evidence["transport_error"] = kind
     # In an SDK round trip, whatever the SDK raises is its verdict on the server's answer.
     server_fault = isinstance(exc, _SERVER_FAULTS) or family.startswith("sdk-")
+    if server_fault:
+        evidence["source"] = _FAULT_SOURCES.get(family, _TRANSPORT_SOURCE)
     return Record(family="", feature="", verdict=Verdict.FAIL if server_fault else Verdict.ERROR,
                   checks=[kind], severity="high" if server_fault else None,
                   message=f"{kind}: {exc}"[:2000], evidence=evidence, duration_s=0.0)
@@ -202,18 +240,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
             message = reason.split("UNSUPPORTED:", 1)[-1].strip()
             item.config.stash[_REPORT_KEY].add(
                 Record(family=family, feature=feature, verdict=Verdict.UNSUPPORTED, checks=[],
-                       severity=None, message=message, evidence={}, duration_s=0.0)
+                       severity=None, message=message, evidence={}, duration_s=0.0,
+                       tier=_tier(item))
             )
         return
     if rep.when == "call" or (rep.when == "setup" and rep.failed):
         if rep.passed:
             record = Record(family=family, feature=feature, verdict=Verdict.PASS,
                             checks=list(getattr(item, "mlxcel_checks", [])), severity=None,
-                            message="", evidence={}, duration_s=rep.duration)
+                            message="", evidence={}, duration_s=rep.duration,
+                            tier=_tier(item))
         else:
             assert call.excinfo is not None
             record = _classify(call.excinfo, family)
             record.family, record.feature, record.duration_s = family, feature, rep.duration
+            record.tier = _tier(item)
         item.config.stash[_REPORT_KEY].add(record)
         _write_partial(item.config)
 

@@ -8,6 +8,11 @@ Decisions recorded here:
   SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
 - `mlx-lm-fields` (mlx-lm's documented chat fields) is claimed by `mlxcel` and `mlx-lm` only.
 - `llama-server` serves /v1/responses and /v1/messages nowadays, so it claims both.
+- `vllm-mlx` has its own profile: what `vllm-mlx serve` offers (chat, completions, models,
+  health, Responses, Anthropic Messages, the SDK round trips), not mlx-lm's documented fields.
+- Extensions: a feature marked ``extension=NAME`` checks one of mlxcel's own features (the
+  reference's API document, not a public contract). Only a profile that claims NAME runs it
+  (`mlxcel` claims all); elsewhere it is UNSUPPORTED, never FAIL, and reported apart.
 - `vision` is image *input* (image parts on chat, Responses and Messages); `images` is image
   *generation* (/v1/images/*). A server whose loaded model reads no images (it answers a valid
   image with 400) reports `vision` UNSUPPORTED at run time, whatever its profile claims.
@@ -58,6 +63,38 @@ FAMILIES: tuple[str, ...] = (
     "robustness",
 )
 
+# mlxcel's own features and refusals, checked only where a profile claims them: the names a
+# feature's ``extension=`` marker may carry.
+EXTENSIONS: tuple[str, ...] = (
+    "reasoning_only",  # message.reasoning_only when reasoning used up max_tokens
+    "timings_draft",  # timings draft_n, draft_n_accepted, draft_rounds, draft_kind
+    "compaction",  # /v1/responses/compact, context_management
+    "schema_limits",  # size and shape limits on response_format / tool schemas
+    "refusals",  # the reference's own 400s where the public API accepts the request
+    "not_implemented",  # the reference's documented 501s
+    "aliases",  # routes the reference serves beside the documented ones
+    "observability",  # /health fields, /slots state, /metrics names, /v1/cache/*
+    "media",  # --media-path, one image path for every family
+    "adapters",  # --adapter-dir allowlist for mlx-lm's adapters field
+    "sampling",  # extra sampling fields, batch-invariant seeds, loop detection
+    "admission",  # 503 server_busy / 529 overloaded when the prefill queue is full
+    "extra_body",  # a literal `extra_body` object in the request, merged into it
+    # many concurrent streams, one connection each or few keep-alive connections: every one
+    # answered (2xx or 503). HTTP lets a server refuse a connection or close a persistent one
+    # between requests, so this is the reference's promise, not a public contract.
+    "load",
+    "openapi",  # every operation of mlxcel's own API document, fuzzed (the `schema` family)
+)
+ALL_EXTENSIONS = frozenset(EXTENSIONS)
+
+
+def _validate_extensions(names: Iterable[str]) -> frozenset[str]:
+    chosen = frozenset(names)
+    unknown = sorted(chosen - ALL_EXTENSIONS)
+    if unknown:
+        raise SetupError(f"unknown extension {unknown}; known: {', '.join(EXTENSIONS)}")
+    return chosen
+
 
 def _validate(families: Iterable[str]) -> frozenset[str]:
     chosen = frozenset(families)
@@ -72,15 +109,26 @@ class Profile:
     name: str
     families: frozenset[str]
     description: str = ""
+    extensions: frozenset[str] = frozenset()
+    # Held to every key the real services send today (field_parity_current), not only to the
+    # public spec's minimum: the reference, and the real APIs themselves.
+    current_shapes: bool = False
 
     def __post_init__(self) -> None:
         _validate(self.families)
+        _validate_extensions(self.extensions)
 
     def narrowed(self, families: Iterable[str]) -> Profile:
         """This profile limited to `families` (e.g. `--families chat`): the rest UNSUPPORTED."""
         chosen = _validate(families)
         return Profile(f"{self.name}:{','.join(sorted(chosen))}", self.families & chosen,
-                       f"{self.description} (only {', '.join(sorted(chosen))})")
+                       f"{self.description} (only {', '.join(sorted(chosen))})",
+                       self.extensions, self.current_shapes)
+
+    def claims_extension(self, name: str) -> bool:
+        """Whether the target claims mlxcel's extension `name`; an unknown name is a suite bug."""
+        _validate_extensions([name])
+        return name in self.extensions
 
     def claims(self, family: str) -> bool:
         """Whether the target claims `family`; an unknown family name is a suite bug."""
@@ -91,7 +139,8 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     profile.name: profile
     for profile in (
-        Profile("mlxcel", frozenset(FAMILIES), "the reference server: every family"),
+        Profile("mlxcel", frozenset(FAMILIES), "the reference server: every family",
+                ALL_EXTENSIONS, current_shapes=True),
         Profile(
             "mlx-lm",
             frozenset({"chat", "completions", "models", "health", "sdk-openai", "mlx-lm-fields",
@@ -105,9 +154,22 @@ PROFILES: dict[str, Profile] = {
             "llama.cpp's llama-server",
         ),
         Profile(
+            "vllm-mlx",
+            frozenset({"chat", "completions", "models", "health", "responses", "anthropic",
+                       "sdk-openai", "sdk-anthropic"}),
+            "vllm-mlx serve",
+        ),
+        Profile(
             "openai",
             frozenset({"chat", "completions", "models", "responses", "sdk-openai", "auth"}),
             "api.openai.com",
+            current_shapes=True,
+        ),
+        Profile(
+            "anthropic",
+            frozenset({"anthropic", "sdk-anthropic", "auth"}),
+            "api.anthropic.com",
+            current_shapes=True,
         ),
     )
 }

@@ -20,6 +20,7 @@ from mlxcel_conformance.profiles import FAMILIES
 JSON_NAME = "conformance.json"
 MARKDOWN_NAME = "conformance.md"
 _CELL_LIMIT = 300
+TIERS = ("contract", "extension")
 
 
 class Verdict(str, enum.Enum):
@@ -43,6 +44,9 @@ class Record:
     message: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
+    # "contract" (a public API's requirement) or "extension" (an mlxcel feature the target
+    # claims): the report counts the two apart.
+    tier: str = "contract"
 
     @classmethod
     def from_failure(
@@ -78,6 +82,7 @@ class Record:
             "message": self.message,
             "evidence": clip_evidence(self.evidence),
             "duration_s": round(self.duration_s, 3),
+            "tier": self.tier,
         }
 
     @classmethod
@@ -115,6 +120,27 @@ def _cell(text: str) -> str:
     if len(text) > _CELL_LIMIT:
         text = text[:_CELL_LIMIT] + "…"
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+def _tier_section(tier: str, records: list[Record]) -> list[str]:
+    if not records:
+        return []
+    title = "Contract checks" if tier == "contract" else "Extension checks (mlxcel features)"
+    lines = ["", f"## {title}"]
+    current = None
+    for record in records:
+        if record.family != current:
+            current = record.family
+            lines += ["", f"### {tier}: {current}", "",
+                      "| feature | verdict | checks | message | source |", "|---|---|---|---|---|"]
+        verdict = record.verdict.value
+        if record.severity:
+            verdict += f" ({record.severity})"
+        checks = ", ".join(f"`{name}`" for name in record.checks)
+        source = str(record.evidence.get("source", "")) if record.verdict is Verdict.FAIL else ""
+        lines.append(f"| {_cell(record.feature)} | {verdict} | {checks} | "
+                     f"{_cell(record.message)} | {_cell(source)} |")
+    return lines
 
 
 @dataclass
@@ -158,10 +184,20 @@ class Report:
             row[record.verdict.value] += 1
         return table
 
+    def tier_counts(self) -> dict[str, dict[str, int]]:
+        """Verdicts per tier: {"contract": {"PASS": n, ...}, "extension": {...}}."""
+        table = {tier: {v.value: 0 for v in Verdict} for tier in TIERS}
+        for record in self._by_feature.values():
+            table.setdefault(record.tier, {v.value: 0 for v in Verdict})
+            table[record.tier][record.verdict.value] += 1
+        return table
+
     def summary_line(self) -> str:
         counts = ", ".join(f"{n} {verdict.value}" for verdict, n in self.counts().items())
+        fails = self.tier_counts()
+        split = ", ".join(f"{fails[tier]['FAIL']} {tier}" for tier in TIERS)
         return (
-            f"mlxcel-conformance: {counts} "
+            f"mlxcel-conformance: {counts} [FAIL: {split}] "
             f"(profile {self.profile}, target {self.target}, {self.duration_s:.1f} s)"
         )
 
@@ -175,6 +211,7 @@ class Report:
             "summary": {
                 "line": self.summary_line(),
                 "counts": {v.value: n for v, n in self.counts().items()},
+                "tiers": self.tier_counts(),
             },
             "families": self.family_counts(),
             "records": [record.to_dict() for record in self.records],
@@ -202,24 +239,22 @@ class Report:
             "",
             f"`{self.summary_line()}`",
             "",
-            "| family | " + " | ".join(verdicts) + " |",
+            "Contract checks judge what a public API (OpenAI, Anthropic, Open Responses, "
+            "llama-server's README, mlx-lm's documented fields) requires and name that source; "
+            "extension checks judge mlxcel's own features, and run only where the profile "
+            "claims them.",
+            "",
+            "| tier | " + " | ".join(verdicts) + " |",
             "|---|" + "---:|" * len(verdicts),
         ]
+        for tier, row in self.tier_counts().items():
+            lines.append(f"| {tier} | " + " | ".join(str(row[v]) for v in verdicts) + " |")
+        lines += ["", "| family | " + " | ".join(verdicts) + " |",
+                  "|---|" + "---:|" * len(verdicts)]
         for family, row in self.family_counts().items():
             lines.append(f"| {family} | " + " | ".join(str(row[v]) for v in verdicts) + " |")
-        current = None
-        for record in self.records:
-            if record.family != current:
-                current = record.family
-                lines += ["", f"## {current}", "", "| feature | verdict | checks | message |"]
-                lines.append("|---|---|---|---|")
-            verdict = record.verdict.value
-            if record.severity:
-                verdict += f" ({record.severity})"
-            checks = ", ".join(f"`{name}`" for name in record.checks)
-            lines.append(
-                f"| {_cell(record.feature)} | {verdict} | {checks} | {_cell(record.message)} |"
-            )
+        for tier in TIERS:
+            lines += _tier_section(tier, [r for r in self.records if r.tier == tier])
         return "\n".join(lines) + "\n"
 
     def write(self, directory: str | Path) -> tuple[Path, Path]:

@@ -67,12 +67,17 @@ def _statuses(evidence: dict[str, Any]) -> str:
 
 
 def _cell(record: dict[str, Any] | None) -> str:
+    """The verdict; a FAIL of an extension check (mlxcel's own promise, checks/sources.py)
+    is marked as such: it says what the server does, not that a public contract is broken."""
     if record is None:
         return "not run"
+    evidence = record.get("evidence") or {}
+    if record["verdict"] == "FAIL" and evidence.get("tier") == "extension":
+        return "FAIL (extension)"
     return str(record["verdict"])
 
 
-def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
+def render(servers: dict[str, dict[str, dict[str, Any]]], note: str = "") -> str:
     names = list(servers)
     lines = ["# Robustness matrix", "",
              "The suite's `robustness` family (`mlxcel-conformance --robustness -k robustness`) "
@@ -80,7 +85,13 @@ def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
              "while `GET /health` is probed on fresh connections; a check whose routes a server "
              "does not serve is UNSUPPORTED there. What is judged, and why it is fair to any "
              "server, is in `conformance/mlxcel_conformance/checks/robustness.py` and "
-             "[Limits and hostile clients](../limits.md).", "",
+             "[Limits and hostile clients](../limits.md). A FAIL of a contract check breaks a "
+             "public rule (every request gets an answer; bad input is a 4xx, not a 5xx, RFC "
+             "9110); FAIL (extension) is a FAIL of one of mlxcel's own promises (`/health` "
+             "within 100 ms of its floor while hostile requests run, stalled connections "
+             "closed within 30 s, no work left after a refused request): what a client of a "
+             "shared server relies on, but no peer documents it.", "",
+             *([note, ""] if note else []),
              "| check | " + " | ".join(names) + " |",
              "|---|" + "---|" * len(names)]
     for feature, title in FEATURES:
@@ -105,6 +116,7 @@ def render(servers: dict[str, dict[str, dict[str, Any]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--note", default="", help="how and where the runs were made")
     parser.add_argument("reports", nargs="+",
                         help="NAME=path/to/conformance.json[,another.json...]")
     args = parser.parse_args(argv)
@@ -113,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         name, _, paths = item.partition("=")
         servers[name] = _records([Path(p) for p in paths.split(",") if p])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "robustness.md").write_text(render(servers), encoding="utf-8")
+    (args.out / "robustness.md").write_text(render(servers, args.note), encoding="utf-8")
     (args.out / "robustness.json").write_text(json.dumps(servers, indent=1) + "\n",
                                               encoding="utf-8")
 

@@ -1,7 +1,11 @@
 """The mlxcel OpenAPI document: find it, load it once, list its operations, validate bodies.
 
 Validation is JSON Schema 2020-12 with the whole document registered via `referencing`, so
-`#/components/...` references resolve. Streams are described per SSE event by `itemSchema`;
+`#/components/...` references resolve. Two views of one document: ``reference`` (as written:
+what mlxcel serves) and ``contract`` (the default: what a public contract requires). A schema
+marked ``x-mlxcel-extension: true`` is an mlxcel extension: in the contract view its own
+``required`` list is dropped and, as a property, it is no longer required by its parent; its
+types still apply where the key is sent. Streams are described per SSE event by `itemSchema`;
 `contentSchema` is only an annotation in 2020-12, so `validate_sse_event` decodes `data` itself.
 """
 
@@ -28,6 +32,8 @@ __all__ = [
 
 #: Base URI the document is registered under (never fetched).
 SPEC_URI = "https://mlxcel.invalid/openapi/openapi.yaml"
+CONTRACT, REFERENCE = "contract", "reference"
+EXTENSION_KEY = "x-mlxcel-extension"
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 JSON_MEDIA_TYPE = "application/json"
 SSE_MEDIA_TYPE = "text/event-stream"
@@ -190,16 +196,34 @@ def response_schema(
     return schema if isinstance(schema, dict) else None
 
 
-@lru_cache(maxsize=1)
-def _registry() -> Registry[Any]:
-    resource = Resource.from_contents(load_spec(), default_specification=DRAFT202012)
+def contract_view(node: Any) -> Any:
+    """A copy of ``node`` with every ``x-mlxcel-extension`` requirement removed."""
+    if isinstance(node, list):
+        return [contract_view(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: contract_view(value) for key, value in node.items()}
+    if out.get(EXTENSION_KEY) is True:
+        out.pop("required", None)
+    properties = node.get("properties")
+    if isinstance(properties, dict) and isinstance(out.get("required"), list):
+        flagged = {name for name, prop in properties.items()
+                   if isinstance(prop, dict) and prop.get(EXTENSION_KEY) is True}
+        out["required"] = [name for name in out["required"] if name not in flagged]
+    return out
+
+
+@lru_cache(maxsize=2)
+def _registry(view: str = CONTRACT) -> Registry[Any]:
+    document = load_spec() if view == REFERENCE else contract_view(load_spec())
+    resource = Resource.from_contents(document, default_specification=DRAFT202012)
     return Registry().with_resource(SPEC_URI, resource)
 
 
 @cache
-def _validator(pointer: str) -> Draft202012Validator:
+def _validator(pointer: str, view: str = CONTRACT) -> Draft202012Validator:
     ref = f"{SPEC_URI}#{quote(pointer, safe='/~')}"
-    return Draft202012Validator({"$ref": ref}, registry=_registry())
+    return Draft202012Validator({"$ref": ref}, registry=_registry(view))
 
 
 def _describe(error: ValidationError) -> str:
@@ -212,13 +236,15 @@ def _describe(error: ValidationError) -> str:
     return f"{location}: {message}"
 
 
-def _errors(pointer: str, instance: Any) -> list[str]:
-    found = sorted(_validator(pointer).iter_errors(instance), key=lambda e: list(map(str, e.path)))
+def _errors(pointer: str, instance: Any, view: str = CONTRACT) -> list[str]:
+    found = sorted(_validator(pointer, view).iter_errors(instance),
+                   key=lambda e: list(map(str, e.path)))
     return [_describe(e) for e in found]
 
 
-def validate_json(method: str, path: str, status: int | str, body: Any) -> list[str]:
-    """Validate a decoded JSON response body; an empty list means valid."""
+def validate_json(method: str, path: str, status: int | str, body: Any,
+                  view: str = CONTRACT) -> list[str]:
+    """Validate a decoded JSON response body in ``view``; an empty list means valid."""
     where = f"{method.upper()} {path}"
     found = _find_operation(method, path)
     if found is None:
@@ -230,7 +256,7 @@ def validate_json(method: str, path: str, status: int | str, body: Any) -> list[
     pointer = _schema_pointer(method, path, status, JSON_MEDIA_TYPE)
     if pointer is None:
         return [f"{where} documents no {JSON_MEDIA_TYPE} body for status {status}"]
-    return _errors(pointer, body)
+    return _errors(pointer, body, view)
 
 
 def validate_request_json(method: str, path: str, body: Any) -> list[str]:
@@ -244,7 +270,7 @@ def validate_request_json(method: str, path: str, body: Any) -> list[str]:
     media = _media_pointer(_deref(f"{found[0]}/requestBody")[0], JSON_MEDIA_TYPE)
     if media is None or "schema" not in _at(media):
         return [f"{where} documents no {JSON_MEDIA_TYPE} request body"]
-    return _errors(f"{media}/schema", body)
+    return _errors(f"{media}/schema", body, REFERENCE)
 
 
 def _stream_media(method: str, path: str) -> str | None:
@@ -267,15 +293,16 @@ def sse_terminator(method: str, path: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def validate_sse_event(method: str, path: str, data: str, event: str | None = None) -> list[str]:
+def validate_sse_event(method: str, path: str, data: str, event: str | None = None,
+                       view: str = CONTRACT) -> list[str]:
     """Validate one SSE event (its `data`, and its `event:` name when it has one) of the
-    success stream; an empty list means valid."""
+    success stream in ``view``; an empty list means valid."""
     media = _stream_media(method, path)
     if media is None:
         return [f"{method.upper()} {path} documents no {SSE_MEDIA_TYPE} itemSchema"]
     item_pointer = f"{media}/itemSchema"
     item = {"data": data} if event is None else {"data": data, "event": event}
-    structural = _errors(item_pointer, item)
+    structural = _errors(item_pointer, item, view)
     if structural:
         return structural
     data_pointer, data_schema = _deref(_deref(item_pointer)[0] + "/properties/data")
@@ -292,10 +319,10 @@ def validate_sse_event(method: str, path: str, data: str, event: str | None = No
             except ValueError as exc:
                 problems.append(f"data is not JSON: {exc}")
                 continue
-            errors = _errors(f"{branch_pointer}/contentSchema", payload)
+            errors = _errors(f"{branch_pointer}/contentSchema", payload, view)
             if not errors:
                 return []
             problems.extend(errors)
-        elif not _errors(branch_pointer, data):
+        elif not _errors(branch_pointer, data, view):
             return []
     return problems or [f"data {data[:80]!r} matches none of the documented forms"]

@@ -61,7 +61,8 @@ def test_fail_uses_the_registered_severity_unless_overridden() -> None:
     with pytest.raises(ConformanceFailure) as info:
         fail("sse_framing", "boom", index=3)
     assert info.value.severity is Severity.CRITICAL
-    assert info.value.evidence == {"index": 3}
+    assert info.value.evidence["index"] == 3
+    assert info.value.evidence["tier"] == "contract" and info.value.evidence["source"]
     with pytest.raises(ConformanceFailure) as info:
         fail("sse_framing", "boom", severity=Severity.LOW)
     assert info.value.severity is Severity.LOW

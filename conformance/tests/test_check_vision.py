@@ -52,6 +52,8 @@ def test_local_path_refused() -> None:
 def test_image_probe() -> None:
     assert check_image_probe(200, {}) is True
     assert check_image_probe(400, ERROR) is False
-    for status, body in ((500, ERROR), (400, "nope"), (404, ERROR)):
+    # llama-server without an mmproj: 500 with an error body; the model reads no images
+    assert check_image_probe(500, ERROR) is False
+    for status, body in ((500, "Internal Server Error"), (400, "nope"), (404, "gone")):
         with pytest.raises(ConformanceFailure):
             check_image_probe(status, body)

@@ -76,7 +76,7 @@ def test_summary_line_format() -> None:
     rep.finish(START + timedelta(seconds=41.23))
     assert rep.summary_line() == (
         "mlxcel-conformance: 1 PASS, 1 FAIL, 1 UNSUPPORTED, 0 ERROR "
-        "(profile mlx-lm, target http://127.0.0.1:8080, 41.2 s)"
+        "[FAIL: 1 contract, 0 extension] (profile mlx-lm, target http://127.0.0.1:8080, 41.2 s)"
     )
     assert "\n" not in rep.summary_line()
 
@@ -109,16 +109,34 @@ def test_write_json_and_markdown(tmp_path: Path) -> None:
     assert Report.from_dict(data).to_dict() == data
 
     markdown = md_path.read_text(encoding="utf-8")
-    assert markdown.index("| chat | 1 | 1 | 0 | 0 |") < markdown.index("## chat")
-    assert markdown.index("## chat") < markdown.index("## responses")
+    assert markdown.index("| chat | 1 | 1 | 0 | 0 |") < markdown.index("### contract: chat")
+    assert markdown.index("### contract: chat") < markdown.index("### contract: responses")
     assert "| done | FAIL (critical) | `done_terminator` |" in markdown
     assert "pipe<br>newline" in markdown and "\\| pipe" in markdown
-    feature_rows = markdown[markdown.index("## chat") :].splitlines()
+    feature_rows = markdown[markdown.index("### contract: chat") :].splitlines()
     for row in (line for line in feature_rows if line.startswith("|")):
-        assert len(re.findall(r"(?<!\\)\|", row)) == 5, row  # four cells: escaping held
+        assert len(re.findall(r"(?<!\\)\|", row)) == 6, row  # five cells: escaping held
 
 
 def test_unfinished_report_uses_elapsed_time() -> None:
     rep = Report(target="t", profile="mlxcel")
     assert rep.finished is None and rep.duration_s >= 0
     assert rep.to_dict()["finished"] is None
+
+
+def test_tiers_are_counted_and_shown_apart() -> None:
+    rep = report()
+    rep.add(record(Verdict.FAIL, feature="contract-fail"))
+    extension = record(Verdict.FAIL, feature="ext-fail")
+    extension.tier = "extension"
+    extension.evidence = {"source": "mlxcel API reference"}
+    rep.add(extension)
+    rep.add(record(Verdict.PASS, feature="ext-pass"))
+    assert rep.tier_counts()["contract"]["FAIL"] == 1
+    assert rep.tier_counts()["extension"]["FAIL"] == 1
+    assert "[FAIL: 1 contract, 1 extension]" in rep.summary_line()
+    markdown = rep.to_markdown()
+    assert "## Contract checks" in markdown and "## Extension checks" in markdown
+    assert markdown.index("ext-fail") > markdown.index("## Extension checks")
+    assert "mlxcel API reference" in markdown
+    assert rep.to_dict()["summary"]["tiers"]["extension"]["FAIL"] == 1

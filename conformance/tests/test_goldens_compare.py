@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
+import pytest
+
+from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.golden_binary import binary_summary
 from mlxcel_conformance.golden_media_cases import IMAGE_CASES, SPEECH_CASES
 from mlxcel_conformance.goldens import (
+    RAW,
+    check_golden,
     compare_exact,
     compare_shape,
     compare_transcripts,
+    contract_diffs,
     event_kinds,
     family_goldens,
     load_documents,
@@ -52,15 +59,48 @@ def test_exact_mode_allows_float_noise_but_not_a_different_number() -> None:
     assert compare_exact({"n": 3}, {"n": 3.0000001}) != []  # whole numbers stay exact
 
 
-def test_shape_mode_tolerates_values_but_not_types_or_missing_keys() -> None:
+def test_shape_mode_tolerates_values_and_reference_keys_but_not_types() -> None:
     other = copy.deepcopy(BODY)
     other["choices"][0]["message"]["content"] = "Something else"
     other["extra"] = True
     assert compare_shape(BODY, other) == []
     other["usage"]["total_tokens"] = "4"
-    del other["choices"][0]["finish_reason"]
-    diffs = compare_shape(BODY, other)
-    assert any("total_tokens" in d for d in diffs) and any("finish_reason" in d for d in diffs)
+    assert any("total_tokens" in d for d in compare_shape(BODY, other))
+    # which keys must be present is the public contract's business, not the golden's
+    del other["usage"]
+    assert not any("usage" in d for d in compare_shape(BODY, other))
+
+
+def _raw(body: Any, status: int = 200) -> dict[str, Any]:
+    return {"status": status, "content_type": "application/json", "body": normalize(body),
+            RAW: json.dumps(body)}
+
+
+def test_shape_mode_holds_the_raw_answer_to_the_contract_view_of_the_spec() -> None:
+    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                         "message": {"role": "assistant", "content": "hi"}}]}
+    assert contract_diffs("POST", "/v1/chat/completions", _raw(body)) == []
+    broken = copy.deepcopy(body)
+    del broken["choices"][0]["finish_reason"]
+    assert any("finish_reason" in d for d in contract_diffs("POST", "/v1/chat/completions",
+                                                            _raw(broken)))
+    expected = {"status": 200, "content_type": "application/json", "body": normalize(body)}
+    with pytest.raises(ConformanceFailure):
+        check_golden(expected, _raw(broken), "shape", "case", ("POST", "/v1/chat/completions"))
+    check_golden(expected, _raw(body), "shape", "case", ("POST", "/v1/chat/completions"))
+
+
+def test_pings_and_role_chunks_have_no_place_in_the_order() -> None:
+    start = {"event": "message_start", "data": {"type": "message_start"}}
+    ping = {"event": "ping", "data": {"type": "ping"}}
+    stop = {"event": "message_stop", "data": {"type": "message_stop"}}
+    assert event_kinds([start, ping, stop]) == event_kinds([start, stop, ping, ping])
+    role_first = [_chunk({"role": "assistant"}), _chunk({"content": "a"}), "[DONE]"]
+    role_everywhere = [_chunk({"role": "assistant", "content": "a"}), "[DONE]"]
+    expected = {"status": 200, "content_type": "text/event-stream", "events": role_first}
+    got = {"status": 200, "content_type": "text/event-stream", "events": role_everywhere}
+    assert compare_transcripts(expected, got, "shape") == []
 
 
 def test_event_kinds_collapse_content_and_ignore_role_only_chunks() -> None:
@@ -166,3 +206,39 @@ def test_a_tampered_speech_golden_fails_in_exact_mode() -> None:
     assert compare_transcripts(tampered, golden, "exact") == [
         f"body_binary.sha256: expected {'0' * 64}, got {golden['body_binary']['sha256']}"]
     assert compare_transcripts(tampered, golden, "shape") == []
+
+
+def _sse_transcript(text: str) -> dict[str, Any]:
+    from mlxcel_conformance.sse import parse_sse
+
+    events = [{"event": e.event, "data": normalize(json.loads(e.data))}
+              for e in parse_sse(text).events]
+    return {"status": 200, "content_type": "text/event-stream", "events": events, RAW: text}
+
+
+def test_named_streams_are_judged_by_their_state_machine_not_the_reference_order() -> None:
+    import real_stream_corpus as corpus
+
+    golden = next(doc for _, doc in load_documents() if doc["family"] == "anthropic"
+                  and doc["case"] == "thinking_stream")
+    real = corpus.read(corpus.find("anthropic-stream-thinking.sse"))
+    request = ("POST", "/v1/messages")
+    check_golden(golden["response"], _sse_transcript(real), "shape", "thinking", request)
+    # a second block started before the first one stopped breaks the contract
+    events = list(corpus.stream("anthropic-stream-thinking.sse").events)
+    stop = next(i for i, e in enumerate(events) if e.event == "content_block_stop")
+    events.insert(stop + 2, events.pop(stop))
+    with pytest.raises(ConformanceFailure, match="anthropic_event_order"):
+        check_golden(golden["response"], _sse_transcript(corpus.to_text(events)), "shape",
+                     "thinking", request)
+
+
+def test_every_extension_golden_exists() -> None:
+    from mlxcel_conformance.golden_cases import EXTENSION_GOLDENS, golden_extension
+    from mlxcel_conformance.profiles import ALL_EXTENSIONS
+
+    recorded = {f"{doc['family']}/{doc['case']}": doc for _, doc in load_documents()}
+    for name, extension in EXTENSION_GOLDENS.items():
+        assert name in recorded and extension in ALL_EXTENSIONS, name
+        assert golden_extension(recorded[name]) == extension
+    assert golden_extension(recorded["chat/hello"]) is None

@@ -88,10 +88,12 @@ def test_comparison_page_links_each_cell_to_the_evidence(tmp_path: Path) -> None
                                                "c": Verdict.UNSUPPORTED}))
     pages.write_index(tmp_path)
     index = (tmp_path / "index.md").read_text()
-    assert "| family | feature | mlxcel | mlx-lm |" in index
+    assert "| family | feature | tier | mlxcel | mlx-lm |" in index
     link = f"[FAIL](mlx-lm.md#{anchor('chat', 'b')})"
-    assert f"| chat | b | PASS | {link} |" in index
-    assert "| chat | c | — | [UNSUPPORTED]" in index
+    assert f"| chat | b | contract | PASS | {link} |" in index
+    assert "| chat | c | contract | — | [UNSUPPORTED]" in index
+    # the precision table: per peer, FAILs per tier, and how many cite their source
+    assert "| mlx-lm | `mlx-lm` | 1 |" in index and "0 of 1 |" in index
     peer_md = (tmp_path / "mlx-lm.md").read_text()
     assert f'<a id="{anchor("chat", "b")}"></a>' in peer_md
     assert "    - expected: 400\n    + got:      404" in peer_md

@@ -37,6 +37,9 @@ class RequestLimits:
     # ones are cut to this length, as llama.cpp does with its own limit of 40).
     max_dry_breakers: int = _limit("max_dry_breakers")
     dry_breaker_chars: int = _limit("dry_breaker_chars")
+    # Entries of one logit_bias (OpenAI accepts at most 300): counted before the entries are
+    # validated, which holds the interpreter lock (200,000 entries held it ~160 ms).
+    max_logit_bias: int = _limit("max_logit_bias")
     # Characters one tokenizer call may take: tokenizing holds the interpreter lock for a
     # share of its time that grows with the text (about 0.1 s per MiB measured on 2 cores).
     max_tokenize_chars: int = _limit("max_tokenize_chars")
@@ -71,6 +74,16 @@ def stop_problem(stops: str | list[str] | None) -> str | None:
         return f"at most {bounds.max_stop_strings} stop sequences are supported"
     if any(len(item) > bounds.max_stop_chars for item in items):
         return f"a stop sequence may be at most {bounds.max_stop_chars} characters long"
+    return None
+
+
+def logit_bias_problem(bias: object) -> str | None:
+    """Why ``bias`` (a ``logit_bias`` object or llama-server's list of pairs, not yet
+    validated) has more entries than the active limit; None when it has not."""
+    limit = active().max_logit_bias
+    if isinstance(bias, (dict, list)) and len(bias) > limit:
+        return (f"logit_bias has {len(bias)} entries; at most {limit} are accepted "
+                "(--max-logit-bias)")
     return None
 
 

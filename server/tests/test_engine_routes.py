@@ -59,7 +59,7 @@ def test_priority_header_and_cache_prompt_field(plain: TestClient) -> None:
             "temperature": 0, "cache_prompt": True}
     response = plain.post("/v1/chat/completions", json=body, headers={"X-Priority": "high"})
     assert response.status_code == 200
-    assert response.json()["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
+    assert response.json()["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
     nested = {k: v for k, v in body.items() if k != "cache_prompt"}
     bad = plain.post("/v1/chat/completions", json={**nested, "extra_body": {"cache_prompt": 1}})
     assert bad.status_code == 400

@@ -43,6 +43,7 @@ CHECK_MODULES = (
     "speech",
     "images",
     "robustness",
+    "field_parity",
 )
 
 for _module in CHECK_MODULES:

@@ -70,16 +70,27 @@ def check_tool_call_declared(calls: Sequence[Mapping[str, Any]],
                  call=dict(call))
 
 
+# The reasoning channel's documented names: `reasoning_content` (DeepSeek's API, llama-server's
+# README, the reference) and `reasoning` (mlx-lm's SERVER.md, vLLM's docs).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def reasoning_field(message: Mapping[str, Any]) -> str | None:
+    """The field a server puts its reasoning in, if any."""
+    return next((name for name in REASONING_FIELDS if message.get(name)), None)
+
+
 @check("reasoning_split", severity=Severity.MEDIUM,
-       description="a <think> block goes to reasoning_content, never into content")
+       description="a <think> block goes to the reasoning field, never into content")
 def check_reasoning_split(message: Mapping[str, Any]) -> str:
     content = message.get("content") or ""
     if "<think>" in content or "</think>" in content:
         fail("reasoning_split", "content carries <think> markup", answer=dict(message))
-    reasoning = message.get("reasoning_content")
+    field = reasoning_field(message)
+    reasoning = message.get(field) if field else None
     if not isinstance(reasoning, str) or not reasoning:
-        fail("reasoning_split", "no reasoning_content for an answer that reasoned",
-             answer=dict(message))
+        fail("reasoning_split", "no reasoning_content (or reasoning) for an answer that "
+             "reasoned", answer=dict(message))
     return reasoning
 
 

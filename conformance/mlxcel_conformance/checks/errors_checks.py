@@ -31,13 +31,18 @@ ANTHROPIC_ERROR_TYPES: dict[int, str] = {
     severity=Severity.HIGH,
     description="the HTTP status is the specified one; a 500 only where the spec documents it",
 )
-def check_error_status(status: int, expected: int | Collection[int]) -> int:
+def check_error_status(status: int, expected: int | Collection[int], *,
+                       source: str | None = None, case: str | None = None) -> int:
+    """``source``: the public contract that specifies the status for this request; ``case``:
+    which bad input was sent (both land in the failure)."""
     allowed = {expected} if isinstance(expected, int) else set(expected)
+    where = f" ({case})" if case else ""
     if status == 500 and 500 not in allowed:
         fail(
             "error_status",
-            "HTTP 500 for a client error: the server crashed on input it should reject",
+            f"HTTP 500 for a client error{where}: the server crashed on input it should reject",
             severity=Severity.CRITICAL,
+            source=source,
             status=status,
             expected=sorted(allowed),
         )
@@ -49,7 +54,8 @@ def check_error_status(status: int, expected: int | Collection[int]) -> int:
         message = f"HTTP {status}: the server accepted a request the API rejects"
     else:
         message = f"HTTP {status}, expected {' or '.join(map(str, sorted(allowed)))}"
-    fail("error_status", message, status=status, expected=sorted(allowed))
+    fail("error_status", message + where, source=source, status=status,
+         expected=sorted(allowed))
 
 
 def _decode(name: str, body: Any) -> Any:
@@ -85,12 +91,14 @@ _OPENAI_SHAPE = '{"error": {"message", "type", "param", "code"}}'
     description='OpenAI error body {"error": {"message": str, "type": str, "code": ...}}',
 )
 def check_error_body_openai(
-    body: Any, *, status: int | None = None, expected: int | Collection[int] | None = None
+    body: Any, *, status: int | None = None, expected: int | Collection[int] | None = None,
+    source: str | None = None, case: str | None = None,
 ) -> dict[str, Any]:
-    """Return the `error` object. With `status` and `expected`, the status is checked first."""
+    """Return the `error` object. With `status` and `expected`, the status is checked first
+    (``source`` and ``case`` as in `check_error_status`)."""
     name = "error_body_openai"
     if status is not None and expected is not None:
-        check_error_status(status, expected)
+        check_error_status(status, expected, source=source, case=case)
     body = _decode(name, body)
     _wrong_envelope(name, body, _OPENAI_SHAPE)
     error = body["error"]
@@ -117,12 +125,13 @@ _ANTHROPIC_SHAPE = '{"type": "error", "error": {"type", "message"}}'
     description='Anthropic error body {"type": "error", "error": {"type": str, "message": str}}',
 )
 def check_error_body_anthropic(
-    body: Any, *, status: int | None = None, expected: int | Collection[int] | None = None
+    body: Any, *, status: int | None = None, expected: int | Collection[int] | None = None,
+    source: str | None = None, case: str | None = None,
 ) -> dict[str, Any]:
     """Return the `error` object. With `status`, its error type is matched against it."""
     name = "error_body_anthropic"
     if status is not None and expected is not None:
-        check_error_status(status, expected)
+        check_error_status(status, expected, source=source, case=case)
     body = _decode(name, body)
     _wrong_envelope(name, body, _ANTHROPIC_SHAPE)
     if body.get("type") != "error":

@@ -120,3 +120,27 @@ def check_native_n_probs(body: Mapping[str, Any], n_probs: int) -> None:
                  entry=entry)
         if not isinstance(entry.get("logprob"), (int, float)) or entry["logprob"] > 0:
             fail("native_n_probs", f"entry {index}: logprob of the sampled token", entry=entry)
+
+
+@check("llama_props", severity=Severity.MEDIUM,
+       description="GET /props: default_generation_settings (object) and total_slots (>= 1)")
+def check_llama_props(body: Any) -> None:
+    if not isinstance(body, dict):
+        fail("llama_props", "/props is not a JSON object", body=body)
+    if not isinstance(body.get("default_generation_settings"), dict):
+        fail("llama_props", "/props lacks the default_generation_settings object", body=body)
+    total = body.get("total_slots")
+    if not is_int(total) or total < 1:
+        fail("llama_props", f"/props total_slots is {total!r}, not a count >= 1", body=body)
+
+
+@check("llama_slots", severity=Severity.MEDIUM,
+       description="GET /slots: a list of slots, each with an integer id and is_processing")
+def check_llama_slots(body: Any) -> None:
+    if not isinstance(body, list) or not body:
+        fail("llama_slots", "/slots is not a non-empty JSON list", body=body)
+    for slot in body:
+        if not isinstance(slot, dict) or not is_int(slot.get("id")) \
+                or not isinstance(slot.get("is_processing"), bool):
+            fail("llama_slots", "a slot lacks its integer id or boolean is_processing",
+                 slot=slot)

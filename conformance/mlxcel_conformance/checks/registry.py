@@ -4,6 +4,10 @@ A check is a plain function decorated with `@check(name, severity=..., descripti
 returns useful parsed data when the property holds and raises `ConformanceFailure` (through
 `fail`) carrying its own name when it does not. Tests call the functions directly or by name
 through `run_check`; the report lists failures by check name.
+
+Every check has a tier and a source (`sources.SOURCES`): a contract check names the public
+contract it enforces, an extension check names the reference feature. `fail` puts both in the
+failure's evidence, so every FAIL says on what authority it was given.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
+from mlxcel_conformance.checks.sources import SOURCES, Tier
 from mlxcel_conformance.errors import ConformanceFailure, SetupError, Severity
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -23,6 +28,8 @@ class CheckSpec:
     severity: Severity
     description: str
     func: Callable[..., Any]
+    tier: Tier = Tier.CONTRACT
+    source: str = ""
 
 
 REGISTRY: dict[str, CheckSpec] = {}
@@ -38,10 +45,21 @@ def check(
         if earlier is not None and _origin(earlier.func) != _origin(func):
             raise ValueError(f"check {name!r} registered twice")
         doc = description or (func.__doc__ or "").strip().split("\n")[0]
-        REGISTRY[name] = CheckSpec(name=name, severity=severity, description=doc, func=func)
+        tier, source = _provenance(name)
+        REGISTRY[name] = CheckSpec(name=name, severity=severity, description=doc, func=func,
+                                   tier=tier, source=source)
         return func
 
     return register
+
+
+UNSOURCED = "(no source registered: add the check to checks/sources.py)"
+
+
+def _provenance(name: str) -> tuple[Tier, str]:
+    """The check's tier and source; a check missing from ``sources.SOURCES`` still runs (a
+    test of the suite fails until it is added) and says so in every failure."""
+    return SOURCES.get(name, (Tier.CONTRACT, UNSOURCED))
 
 
 def _origin(func: Callable[..., Any]) -> tuple[str, str]:
@@ -61,8 +79,13 @@ def run_check(name: str, *args: Any, **kwargs: Any) -> Any:
     return get_check(name).func(*args, **kwargs)
 
 
-def fail(name: str, message: str, *, severity: Severity | None = None, **evidence: Any) -> NoReturn:
-    """Raise the failure of check `name`, with its registered severity unless overridden."""
+def fail(name: str, message: str, *, severity: Severity | None = None,
+         source: str | None = None, **evidence: Any) -> NoReturn:
+    """Raise the failure of check `name`, with its registered severity unless overridden. The
+    evidence carries the check's tier and source (`source` overrides the registered one, for a
+    check applied to one particular documented case)."""
     spec = REGISTRY.get(name)
     default = spec.severity if spec is not None else Severity.HIGH
+    tier, registered = _provenance(name)
+    evidence = {"source": source or registered, "tier": tier.value, **evidence}
     raise ConformanceFailure(name, message, severity or default, evidence)

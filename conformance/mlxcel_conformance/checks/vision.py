@@ -65,12 +65,14 @@ def check_local_path_refused(status: int, body: Any, url: str) -> None:
 
 
 @check("vision_probe", severity=Severity.HIGH,
-       description="A valid PNG image part is either read (200) or refused as unreadable by the "
-       "loaded model (400 with an error body); nothing else")
+       description="A valid PNG image part is either read (200) or refused with an error body "
+       "(the loaded model reads no images); nothing else")
 def check_image_probe(status: int, body: Any) -> bool:
-    """True when the server's model reads images."""
+    """True when the server's model reads images. Any error answer in an error shape means it
+    does not: 400 (the reference), or llama-server's 500 without an mmproj; whether that
+    status is right is `chat.errors.image_text_only`'s verdict, not the capability's."""
     if status == 200:
         return True
-    if status == 400 and isinstance(body, dict) and "error" in body:
+    if status >= 400 and isinstance(body, dict) and ("error" in body or "detail" in body):
         return False
     fail("vision_probe", f"a valid PNG image part answered HTTP {status}", body=str(body)[:300])

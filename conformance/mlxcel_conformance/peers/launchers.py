@@ -90,8 +90,9 @@ def _to_gguf(model_dir: Path, workdir: Path) -> Path:
 
 def _vllm_mlx(peer: Peer, port: int, model: Path) -> list[str]:
     # executable: the ``vllm-mlx`` script of its own venv (it pulls torch; never ours).
-    return [str(peer.executable), "serve", str(model), "--port", str(port),
-            "--continuous-batching", "--served-model-name", model.name]
+    cmd = [str(peer.executable), "serve", str(model), "--port", str(port),
+           "--continuous-batching", "--served-model-name", model.name]
+    return cmd + (["--api-key", peer.api_key] if peer.api_key else [])
 
 
 PEERS: dict[str, Callable[[Path, str | None], Peer]] = {
@@ -103,9 +104,9 @@ PEERS: dict[str, Callable[[Path, str | None], Peer]] = {
                                             "llama.cpp llama-server", _llama_server,
                                             api_key=PEER_API_KEY, executable=exe,
                                             model_dir=model, convert_model=_to_gguf),
-    "vllm-mlx": lambda model, exe: Peer("vllm-mlx", "mlx-lm", "vllm-mlx (its own venv)",
-                                        _vllm_mlx, executable=exe, startup_timeout=300.0,
-                                        model_dir=model),
+    "vllm-mlx": lambda model, exe: Peer("vllm-mlx", "vllm-mlx", "vllm-mlx (its own venv)",
+                                        _vllm_mlx, api_key=PEER_API_KEY, executable=exe,
+                                        startup_timeout=300.0, model_dir=model),
 }
 
 

@@ -116,20 +116,28 @@ def _verdicts(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["family"], r["feature"]): r for r in doc["records"]}
 
 
+# The hostile family runs only with --robustness: its matrix is a page of its own.
+ROBUSTNESS_LINE = ("The hostile `robustness` family (opt-in, `--robustness`) is compared on its "
+                   "own page: [robustness.md](robustness.md).")
+
+
 def index_markdown(docs: list[dict[str, Any]]) -> str:
     names = [doc["peer"]["name"] for doc in docs]
     lines = ["# Conformance: servers side by side", "",
              "Each peer served the same fixture model and ran the whole suite with its own "
              "`--profile` and `--goldens shape` (`nox -s peers`). A cell links to the evidence.",
-             "", "| server | version | summary |", "|---|---|---|"]
+             "", ROBUSTNESS_LINE, "", "| server | version | summary |", "|---|---|---|"]
     for doc in docs:
         peer = doc["peer"]
         lines.append(f"| [{peer['name']}]({peer['name']}.md) | {peer.get('version', '')} | "
                      f"`{doc['summary']['line']}` |")
-    lines += ["", "| family | feature | " + " | ".join(names) + " |",
-              "|---|---|" + "---|" * len(names)]
+    lines += precision_table(docs)
+    lines += ["", "| family | feature | tier | " + " | ".join(names) + " |",
+              "|---|---|---|" + "---|" * len(names)]
     by_peer = [_verdicts(doc) for doc in docs]
     for family, feature in feature_rows(docs):
+        tier = next((v[(family, feature)].get("tier", "contract") for v in by_peer
+                     if (family, feature) in v), "contract")
         cells = []
         for name, verdicts in zip(names, by_peer, strict=True):
             record = verdicts.get((family, feature))
@@ -139,8 +147,40 @@ def index_markdown(docs: list[dict[str, Any]]) -> str:
                 cells.append("PASS")
             else:
                 cells.append(f"[{record['verdict']}]({name}.md#{anchor(family, feature)})")
-        lines.append(f"| {family} | {feature} | " + " | ".join(cells) + " |")
+        lines.append(f"| {family} | {feature} | {tier} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def tier_counts(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Verdicts per tier of one peer's run."""
+    table: dict[str, dict[str, int]] = {}
+    for record in doc["records"]:
+        row = table.setdefault(record.get("tier", "contract"), {})
+        row[record["verdict"]] = row.get(record["verdict"], 0) + 1
+    return table
+
+
+def precision_table(docs: list[dict[str, Any]]) -> list[str]:
+    """Per peer, FAILs per tier, and how many FAILs name the source that says the server is
+    wrong (every one should)."""
+    lines = ["", "## Precision: FAILs per tier", "",
+             "Contract FAILs each cite the public contract (spec section or real recording) the "
+             "server breaks; extension FAILs judge mlxcel's own features and count only where "
+             "the profile claims them.", "",
+             "| server | profile | contract FAIL | contract PASS | extension FAIL | "
+             "extension PASS | UNSUPPORTED | FAILs citing a source |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for doc in docs:
+        tiers = tier_counts(doc)
+        contract, extension = tiers.get("contract", {}), tiers.get("extension", {})
+        unsupported = contract.get("UNSUPPORTED", 0) + extension.get("UNSUPPORTED", 0)
+        fails = [r for r in doc["records"] if r["verdict"] == "FAIL"]
+        cited = sum(1 for r in fails if (r.get("evidence") or {}).get("source"))
+        lines.append(
+            f"| {doc['peer']['name']} | `{doc['profile']}` | {contract.get('FAIL', 0)} | "
+            f"{contract.get('PASS', 0)} | {extension.get('FAIL', 0)} | "
+            f"{extension.get('PASS', 0)} | {unsupported} | {cited} of {len(fails)} |")
+    return lines
 
 
 def index_html(docs: list[dict[str, Any]]) -> str:

@@ -31,7 +31,9 @@ BAD_BODIES: dict[str, Any] = {
 def test_chat_invalid_body_is_400(client: SuiteClient, model_name: str | None, case: str) -> None:
     payload = with_model(model_name, BAD_BODIES[case])
     status, body = response_of(client.post(CHAT_PATH, payload))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case=case,
+                            source="OpenAI API reference, Chat Completions request body; "
+                            "Error codes: 400 invalid_request_error")
 
 
 @pytest.mark.conformance(family="chat", feature="chat.errors.malformed_json", destructive=True)

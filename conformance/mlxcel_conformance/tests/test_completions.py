@@ -90,5 +90,6 @@ def test_completion_invalid_body_is_400(
 ) -> None:
     payload = with_model(model_name, BAD_BODIES[case])
     status, body = response_of(client.post(COMPLETIONS_PATH, payload))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case=case,
+        source="OpenAI API reference, Completions request body; Error codes: 400")
     completion_json(client, completion_payload(model_name, max_tokens=2))

@@ -26,7 +26,8 @@ def _payload(model_name: str | None) -> dict[str, object]:
     return chat_payload(model_name, "Say hello.", max_tokens=8, temperature=0, stream=True)
 
 
-@pytest.mark.conformance(family="chat", feature="chat.stream.concurrent_connections")
+@pytest.mark.conformance(family="chat", feature="chat.stream.concurrent_connections",
+                         extension="load")
 def test_concurrent_streams_on_own_connections(client: SuiteClient,
                                                model_name: str | None) -> None:
     outcomes = streams_on_own_connections(client.target, _payload(model_name),
@@ -35,7 +36,8 @@ def test_concurrent_streams_on_own_connections(client: SuiteClient,
         outcomes, mode=f"{CONCURRENT_STREAMS} streams, one connection each")
 
 
-@pytest.mark.conformance(family="chat", feature="chat.stream.concurrent_keepalive")
+@pytest.mark.conformance(family="chat", feature="chat.stream.concurrent_keepalive",
+                         extension="load")
 def test_concurrent_streams_over_keepalive_pool(client: SuiteClient,
                                                 model_name: str | None) -> None:
     outcomes = streams_over_keepalive_pool(client.target, _payload(model_name), POOLED_STREAMS,

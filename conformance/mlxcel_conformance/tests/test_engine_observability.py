@@ -21,6 +21,8 @@ from mlxcel_conformance.checks.engine_checks import (
     check_server_busy,
     check_slots_idle,
 )
+from mlxcel_conformance.checks.llama_native import check_llama_props, check_llama_slots
+from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import (
     CHAT_PATH,
@@ -28,11 +30,13 @@ from mlxcel_conformance.flows import (
     chat_payload,
     chat_stream,
     check_schema,
+    check_schema_reference,
     completion_json,
     completion_payload,
     completion_stream,
 )
 from mlxcel_conformance.flows_typed import ANTHROPIC_HEADERS, MESSAGES_PATH, messages_payload
+from mlxcel_conformance.surfaces import offers, require_surface
 
 IDLE_LIMIT_S = 3.0
 
@@ -74,10 +78,11 @@ def _wait_until(predicate: Callable[[], bool], limit_s: float) -> float:
 
 
 def _slots(client: SuiteClient) -> list[dict[str, Any]]:
+    require_surface(client, "/slots")
     response = client.get("/slots")
     expect_status(response, 200)
     body: list[dict[str, Any]] = json_body(response)
-    check_schema("GET", "/slots", 200, body)
+    check_llama_slots(body)
     return body
 
 
@@ -86,35 +91,59 @@ def _all_idle(client: SuiteClient) -> bool:
 
 
 def _metrics(client: SuiteClient) -> dict[str, float]:
+    require_surface(client, "/metrics")  # the reference serves it only with --metrics
     response = client.get("/metrics")
-    if response.status_code == 404:  # the reference serves /metrics only with --metrics
-        pytest.skip("UNSUPPORTED: /metrics is not enabled on the server (mlxcel-server "
-                    "--metrics)")
     expect_status(response, 200)
     return check_metrics_names(response.text)
 
 
-@pytest.mark.conformance(family="observability", feature="observability.props")
-def test_props_reference_fields(client: SuiteClient) -> None:
+def _props(client: SuiteClient) -> dict[str, Any]:
+    require_surface(client, "/props")
     response = client.get("/props")
     expect_status(response, 200)
-    body = json_body(response)
-    check_schema("GET", "/props", 200, body)
+    body: dict[str, Any] = json_body(response)
+    check_llama_props(body)
+    return body
+
+
+@pytest.mark.conformance(family="observability", feature="observability.props")
+def test_props_documented_fields(client: SuiteClient) -> None:
+    _props(client)
+
+
+@pytest.mark.conformance(family="observability", feature="observability.props.reference",
+                         extension="observability")
+def test_props_reference_fields(client: SuiteClient) -> None:
+    check_schema_reference("GET", "/props", 200, _props(client))
 
 
 @pytest.mark.conformance(family="observability", feature="observability.slots")
+def test_slots_one_per_slot(client: SuiteClient) -> None:
+    slots = _slots(client)
+    if offers(client, "/props"):
+        total = _props(client)["total_slots"]
+        if len({s["id"] for s in slots}) < total:
+            fail("llama_slots", f"/slots lists {len(slots)} slots, /props total_slots {total}",
+                 slots=slots)
+
+
+@pytest.mark.conformance(family="observability", feature="observability.slots.reference",
+                         extension="observability")
 def test_slots_match_props_and_health(client: SuiteClient) -> None:
     slots = _slots(client)
-    total = json_body(client.get("/props"))["total_slots"]
+    check_schema_reference("GET", "/slots", 200, slots)
+    total = _props(client)["total_slots"]
     health = json_body(client.http.get("/health", headers={"Authorization": ""}))
     assert len([s for s in slots if s["state"] != "queued"]) == total, slots
     assert {s["context_size"] for s in slots} == {health["context_size"]}, (slots, health)
 
 
-@pytest.mark.conformance(family="observability", feature="observability.cache_stats")
+@pytest.mark.conformance(family="observability", feature="observability.cache_stats",
+                         extension="observability")
 def test_cache_stats_and_reset(client: SuiteClient, model_name: str | None) -> None:
     payload = chat_payload(model_name, "Count to five.", max_tokens=4, temperature=0)
     chat_json(client, payload)
+    require_surface(client, "/v1/cache/stats")
     before = json_body(client.get("/v1/cache/stats"))
     check_schema("GET", "/v1/cache/stats", 200, before)
     check_cache_stats(before)
@@ -142,7 +171,8 @@ def test_cache_prompt_false_is_cold(client: SuiteClient, model_name: str | None)
     assert details.get("cached_tokens", 0) == 0, body["usage"]
 
 
-@pytest.mark.conformance(family="observability", feature="observability.metrics_exact")
+@pytest.mark.conformance(family="observability", feature="observability.metrics_exact",
+                         extension="observability")
 def test_metrics_counters_exact(client: SuiteClient, model_name: str | None) -> None:
     assert _wait_until(lambda: _all_idle(client), 10) < 10
     before = _metrics(client)
@@ -172,10 +202,11 @@ def test_metrics_counters_exact(client: SuiteClient, model_name: str | None) -> 
 
 
 @pytest.mark.conformance(family="observability", feature="observability.slots_freed",
+                         extension="observability",
                          destructive=True)
 def test_slots_freed_after_disconnect(client: SuiteClient, model_name: str | None) -> None:
     release = threading.Event()
-    total = json_body(client.get("/props"))["total_slots"]
+    total = _props(client)["total_slots"]
     with ThreadPoolExecutor(max_workers=total * 2) as pool:
         futures = [pool.submit(_hold_stream, client, _long_stream(model_name), release)
                    for _ in range(total * 2)]
@@ -191,6 +222,7 @@ def test_slots_freed_after_disconnect(client: SuiteClient, model_name: str | Non
 
 
 @pytest.mark.conformance(family="mlxcel-ext", feature="admission.server_busy",
+                         extension="admission",
                          destructive=True)
 def test_overload_answers_503_before_headers(client: SuiteClient, model_name: str | None) -> None:
     release = threading.Event()
@@ -217,6 +249,7 @@ def _held_overload(client: SuiteClient, model_name: str | None, release: threadi
 
 
 @pytest.mark.conformance(family="mlxcel-ext", feature="admission.anthropic_overloaded",
+                         extension="admission",
                          destructive=True)
 @pytest.mark.parametrize("stream", [False, True])
 def test_overload_answers_529_on_anthropic_routes(client: SuiteClient, model_name: str | None,
@@ -240,9 +273,10 @@ def test_overload_answers_529_on_anthropic_routes(client: SuiteClient, model_nam
     _wait_until(lambda: _all_idle(client), IDLE_LIMIT_S)
 
 
-@pytest.mark.conformance(family="observability", feature="scheduling.priority")
+@pytest.mark.conformance(family="observability", feature="scheduling.priority",
+                         extension="observability")
 def test_high_priority_admitted_first(client: SuiteClient, model_name: str | None) -> None:
-    total = json_body(client.get("/props"))["total_slots"]
+    total = _props(client)["total_slots"]
     releases = [threading.Event() for _ in range(total)]
     order: list[str] = []
     short = chat_payload(model_name, "hi", max_tokens=2, temperature=0)

@@ -30,7 +30,7 @@ def _story(model_name: str | None, **fields: object) -> dict[str, object]:
     return chat_payload(model_name, "Tell me a story.", max_tokens=24, **fields)
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.seed.batched")
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.seed.batched", extension="sampling")
 def test_seed_same_text_alone_and_batched(client: SuiteClient, model_name: str | None) -> None:
     payload = _story(model_name, temperature=1.0, seed=1234)
     alone = message_content(chat_json(client, payload))
@@ -89,14 +89,16 @@ EXTENSION_FIELDS: dict[str, dict[str, object]] = {
 }
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.extension_fields")
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.extension_fields",
+                         extension="sampling")
 @pytest.mark.parametrize("name", sorted(EXTENSION_FIELDS))
 def test_extension_fields_accepted(client: SuiteClient, model_name: str | None, name: str) -> None:
     payload = _story(model_name, temperature=0.7, seed=5, **EXTENSION_FIELDS[name])
     chat_json(client, payload)
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.extension_fields.invalid")
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.extension_fields.invalid",
+                         extension="sampling")
 @pytest.mark.parametrize("field,value", [("dry_multiplier", -1), ("xtc_probability", 2),
                                          ("p_less", "yes"), ("min_count", -1)])
 def test_extension_fields_rejected(
@@ -107,7 +109,8 @@ def test_extension_fields_rejected(
     json_body(response)
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.loop_detection")
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.loop_detection",
+                         extension="sampling")
 def test_loop_detection_stops_repetition(client: SuiteClient, model_name: str | None) -> None:
     # logit_bias forces one token forever; loop detection must end it long before max_tokens.
     token = client.post("/tokenize", {"content": "a"}).json()["tokens"][0]

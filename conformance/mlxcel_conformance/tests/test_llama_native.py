@@ -153,8 +153,19 @@ BAD_BODIES: dict[str, Any] = {
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
 def test_native_bad_body_is_400(client: SuiteClient, case: str) -> None:
     status, body = response_of(client.post(PATH, BAD_BODIES[case]))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_openai(body, status=status, expected=400, case=case,
+        source="llama-server README, POST /completion options; API errors")
     native_json(client, _payload(n_predict=2))  # still serving
+
+
+@pytest.mark.conformance(family="llama-native", feature="native.completion.response_format",
+                         extension="refusals")
+def test_native_response_format_is_refused(client: SuiteClient) -> None:
+    """The reference refuses ``response_format`` on /completion (use ``json_schema``);
+    llama-server takes it."""
+    payload = {"prompt": "x", "response_format": {"type": "json_object"}}
+    status, body = response_of(client.post(PATH, payload))
+    check_error_body_openai(body, status=status, expected=400)
 
 
 @pytest.mark.conformance(family="llama-native", feature="native.infill")

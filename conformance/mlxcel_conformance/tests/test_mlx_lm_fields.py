@@ -89,6 +89,7 @@ def test_logit_bias(client: SuiteClient, model_name: str | None) -> None:
 
 
 @pytest.mark.conformance(family="mlx-lm-fields", feature="mlx_lm.adapters.confined",
+                         extension="adapters",
                          destructive=True)
 @pytest.mark.parametrize("path", [CHAT_PATH, COMPLETIONS_PATH], ids=["chat", "completions"])
 @pytest.mark.parametrize("value", ["../../../etc", "adapters/../../escape", "/etc"],

@@ -32,7 +32,8 @@ def test_health_ready(client: SuiteClient) -> None:
         )
 
 
-@pytest.mark.conformance(family="observability", feature="observability.health_fields")
+@pytest.mark.conformance(family="observability", feature="observability.health_fields",
+                         extension="observability")
 @pytest.mark.parametrize("path", ["/health", "/"])
 def test_health_reference_fields(client: SuiteClient, path: str) -> None:
     response = client.http.get(path, headers={"Authorization": ""})

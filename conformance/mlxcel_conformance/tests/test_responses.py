@@ -131,7 +131,8 @@ def test_responses_conversation(client: SuiteClient, model_name: str | None) -> 
 
 
 @pytest.mark.conformance(family="responses", feature="responses.store.retrieve_delete")
-@pytest.mark.parametrize("prefix", ["/v1", ""])
+@pytest.mark.parametrize("prefix", ["/v1", pytest.param("", marks=pytest.mark.conformance(
+    family="responses", feature="responses.store.retrieve_delete.alias", extension="aliases"))])
 def test_responses_retrieve_delete(client: SuiteClient, model_name: str | None,
                                    prefix: str) -> None:
     created = responses_json(client, responses_payload(model_name), f"{prefix}/responses")
@@ -167,6 +168,8 @@ def test_responses_store_false(client: SuiteClient, model_name: str | None) -> N
 def test_responses_input_tokens(client: SuiteClient, model_name: str | None) -> None:
     payload = responses_payload(model_name, instructions="Be terse.")
     counted = client.post(f"{RESPONSES_PATH}/input_tokens", payload)
+    if counted.status_code == 404:
+        pytest.skip("UNSUPPORTED: the server does not serve /v1/responses/input_tokens")
     expect_status(counted, 200)
     count = json_body(counted)
     check_schema("POST", "/v1/responses/input_tokens", 200, count)

@@ -33,7 +33,7 @@ def input_tokens(client: SuiteClient, items: list[dict[str, Any]]) -> int:
     return int(json_body(counted)["input_tokens"])
 
 
-@pytest.mark.conformance(family="responses", feature="responses.compact")
+@pytest.mark.conformance(family="responses", feature="responses.compact", extension="compaction")
 def test_compact_shortens_and_replays(client: SuiteClient, model_name: str | None) -> None:
     items = history(3)
     answer = client.post(COMPACT_PATH, with_model(model_name, {
@@ -54,7 +54,8 @@ def test_compact_shortens_and_replays(client: SuiteClient, model_name: str | Non
         fail("response_compaction", "replaying the compacted output failed", body=reply)
 
 
-@pytest.mark.conformance(family="responses", feature="responses.context_management")
+@pytest.mark.conformance(family="responses", feature="responses.context_management",
+                         extension="compaction")
 def test_context_management_stream(client: SuiteClient, model_name: str | None) -> None:
     items = history(20)
     payload = with_model(model_name, {
@@ -84,6 +85,7 @@ BAD_COMPACT: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.conformance(family="responses", feature="responses.compact.errors",
+                         extension="compaction",
                          destructive=True)
 @pytest.mark.parametrize("case", sorted(BAD_COMPACT))
 def test_compact_rejects(client: SuiteClient, model_name: str | None, case: str) -> None:
@@ -93,6 +95,7 @@ def test_compact_rejects(client: SuiteClient, model_name: str | None, case: str)
 
 
 @pytest.mark.conformance(family="responses", feature="responses.compact.context_length",
+                         extension="compaction",
                          destructive=True)
 @pytest.mark.parametrize("case", ["nothing_to_summarize", "longer_than_context"])
 def test_compact_context_length_exceeded(client: SuiteClient, model_name: str | None,
@@ -110,6 +113,7 @@ def test_compact_context_length_exceeded(client: SuiteClient, model_name: str | 
 
 
 @pytest.mark.conformance(family="responses", feature="responses.context_management.errors",
+                         extension="compaction",
                          destructive=True)
 @pytest.mark.parametrize("value", [[{"type": "compaction", "compact_threshold": 0}],
                                    [{"type": "compaction"}], [{"type": "other"}], "x"])

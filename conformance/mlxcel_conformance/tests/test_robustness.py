@@ -25,11 +25,12 @@ from mlxcel_conformance.hostile import (
     HostileRequest,
     Outcome,
     bad_inputs,
+    best_window,
     large_bodies,
+    measured_windows,
     multi_prompt_batches,
     pathological_sampler_fields,
     request_templates,
-    send_all,
 )
 from mlxcel_conformance.profiles import Profile
 from mlxcel_conformance.robustness_plugin import note_evidence
@@ -83,22 +84,30 @@ def note(request: pytest.FixtureRequest, stats: LatencyStats, idle: LatencyStats
         "outcomes": [o.to_evidence() for o in outcomes], **more})
 
 
-def judge(outcomes: list[Outcome], probe_: HealthProbe, budget: float, during: str,
-          request: pytest.FixtureRequest, idle: LatencyStats) -> None:
-    """A hang first, then /health, then 5xx: the most severe failure is the one reported."""
+def judge(outcomes: list[Outcome], stats: LatencyStats, budget: float, during: str,
+          request: pytest.FixtureRequest, idle: LatencyStats, shown: list[Outcome] | None = None,
+          control: LatencyStats | None = None, **more: object) -> None:
+    """A hang first, then /health, then 5xx: the most severe failure is the one reported
+    (``shown``: the outcomes kept as evidence, when not all of ``outcomes``)."""
     request.node.mlxcel_checks = ["answered_in_time", "health_within_budget", "no_server_error"]
-    note(request, probe_.stats(), idle, outcomes)
-    check_answered_in_time(outcomes, probe_.stats())
-    check_health_within_budget(probe_.stats(), budget, during, idle, outcomes)
+    note(request, stats, idle, outcomes if shown is None else shown,
+         control=control.to_evidence() if control is not None else None, **more)
+    check_answered_in_time(outcomes, stats)
+    check_health_within_budget(stats, budget, during, idle, outcomes, control)
     check_no_server_error(outcomes)
 
 
 def run_hostile(target: Target, requests: list[HostileRequest], budget: float, during: str,
                 request: pytest.FixtureRequest) -> None:
-    idle = idle_latency(target.base_url)
-    with probe(target) as watching:
-        outcomes = send_all(target, requests, ANSWER_BOUND_S)
-    judge(outcomes, watching, budget, during, request, idle)
+    """Send ``requests`` while /health is probed, up to LATENCY_ATTEMPTS times (hostile.py):
+    the latency budget is judged on the best window, every answer of every window on the
+    rest."""
+    windows = measured_windows(target, requests, budget, ANSWER_BOUND_S)
+    best = best_window(windows, budget)
+    judge([o for w in windows for o in w.outcomes], best.health, budget, during, request,
+          best.idle, shown=best.outcomes, control=best.control,
+          attempts=[{"p99_ms": round(w.health.p99_ms, 1), "floor_ms": round(w.floor_ms, 1)}
+                    for w in windows])
 
 
 @pytest.mark.conformance(family="robustness", feature="robustness.large_body")
@@ -148,7 +157,8 @@ def test_stalled_connections_are_released(target: Target, budget_ms: float,
         with probe(target) as watching:
             time.sleep(STALL_WINDOW_S)
         check_health_within_budget(watching.stats(), budget_ms,
-                                   f"{len(conns)} stalled connections", idle)
+                                   f"{len(conns)} stalled connections", idle,
+                                   control=watching.control_stats())
         wait_closed(conns, bound)
         closed = [c.closed_after_s for c in conns if c.closed_after_s is not None]
         note(request, watching.stats(), idle, [], stalled=len(conns),
@@ -188,13 +198,16 @@ def test_refused_batch_leaves_no_work(
     request.node.mlxcel_checks = ["answered_in_time", "health_within_budget",
                                   "no_orphaned_work"]
     for variant in variants:
-        idle = idle_latency(target.base_url)
-        with probe(target) as watching:
-            outcomes = send_all(target, [variant] * BATCHES, BATCH_BOUND_S, BATCHES)
-        note(request, watching.stats(), idle, outcomes)
-        check_answered_in_time(outcomes, watching.stats())
-        check_health_within_budget(watching.stats(), budget_ms, variant.label, idle, outcomes)
-        if not any(o.status in BUSY for o in outcomes):
+        windows = measured_windows(target, [variant] * BATCHES, budget_ms, BATCH_BOUND_S,
+                                   BATCHES)
+        best, last = best_window(windows, budget_ms), windows[-1]
+        note(request, best.health, best.idle, best.outcomes,
+             control=best.control.to_evidence() if best.control is not None else None,
+             attempts=len(windows))
+        check_answered_in_time([o for w in windows for o in w.outcomes], best.health)
+        check_health_within_budget(best.health, budget_ms, variant.label, best.idle,
+                                   best.outcomes, best.control)
+        if not any(o.status in BUSY for o in last.outcomes):
             continue  # every request admitted: nothing was refused, nothing to leave behind
         processing, waited = _processing_slots(client, ORPHAN_GRACE_S)
-        check_no_orphaned_work(processing, waited, variant.label, outcomes)
+        check_no_orphaned_work(processing, waited, variant.label, last.outcomes)

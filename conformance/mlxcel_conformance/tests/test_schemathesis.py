@@ -14,10 +14,13 @@ import schemathesis
 from hypothesis import HealthCheck
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import FailureGroup
+from schemathesis.specs.openapi.checks import ignored_auth
 
 from mlxcel_conformance import spec
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.errors import SetupError, Severity
+from mlxcel_conformance.surfaces import OPTIONAL_SURFACES, require_surface
 from mlxcel_conformance.target import Target
 
 
@@ -28,7 +31,8 @@ def _labels() -> list[Any]:
         definition = paths[op.path][op.method.lower()]
         if definition.get("x-mlxcel-alias-of") or definition.get("x-mlxcel-no-fuzz"):
             continue  # an alias is fuzzed as the operation it repeats; no-fuzz says why
-        mark = pytest.mark.conformance(family="schema", feature=f"schema.{op.method} {op.path}")
+        mark = pytest.mark.conformance(family="schema", feature=f"schema.{op.method} {op.path}",
+                                       extension="openapi")
         out.append(pytest.param(op.method, op.path, id=f"{op.method} {op.path}", marks=mark))
     return out
 
@@ -119,6 +123,10 @@ def _declared_choice(body: Any) -> None:
             body.pop("response_format")
         elif isinstance(fmt.get("json_schema"), dict):
             fmt["json_schema"]["schema"] = {}
+    text = body.get("text")  # Responses: text.format carries the schema itself
+    text_format = text.get("format") if isinstance(text, dict) else None
+    if isinstance(text_format, dict) and text_format.get("type") == "json_schema":
+        text_format["schema"] = {}
 
 
 def _fuzz_floors() -> dict[str, int]:
@@ -211,6 +219,9 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
         # A documented 501 (a capability the loaded model lacks, a route without its model) is
         # an honest answer, not a crash: the status must still be documented for the operation.
         excluded: list[Any] = [not_a_server_error] if response.status_code == 501 else []
+        if not headers:
+            # A server started without a key accepts any: auth is checked only with --api-key.
+            excluded.append(ignored_auth)
         case.validate_response(response, headers=headers, excluded_checks=excluded)
 
     try:
@@ -224,5 +235,8 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
 
 
 @pytest.mark.parametrize(("method", "path"), _labels())
-def test_schemathesis(target: Target, method: str, path: str, pytestconfig: pytest.Config) -> None:
+def test_schemathesis(target: Target, client: SuiteClient, method: str, path: str,
+                      pytestconfig: pytest.Config) -> None:
+    if path in OPTIONAL_SURFACES:
+        require_surface(client, path)
     run_schemathesis(target, method, path, int(pytestconfig.getoption("--fuzz-examples")))

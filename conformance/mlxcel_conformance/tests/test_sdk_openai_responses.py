@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.profiles import Profile
 from mlxcel_conformance.target import Target
 
 WEATHER_TOOL: openai.types.responses.FunctionToolParam = {
@@ -27,6 +28,12 @@ WEATHER_TOOL: openai.types.responses.FunctionToolParam = {
 @pytest.fixture(scope="module")
 def sdk_model(model_name: str | None) -> str:
     return model_name or "default_model"
+
+
+@pytest.fixture(autouse=True)
+def _responses_claimed(profile: Profile) -> None:
+    if not profile.claims("responses"):
+        pytest.skip(f"UNSUPPORTED: profile {profile.name} does not claim family responses")
 
 
 def _client(target: Target) -> openai.OpenAI:

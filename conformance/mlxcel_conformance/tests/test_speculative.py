@@ -47,7 +47,8 @@ def _drafted_answer(client: SuiteClient, model: str | None) -> dict[str, Any]:
     return body
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="speculative.greedy_exact")
+@pytest.mark.conformance(family="mlxcel-ext", feature="speculative.greedy_exact",
+                         extension="timings_draft")
 def test_speculative_greedy_matches_plain(client: SuiteClient, model_name: str | None) -> None:
     drafted = _drafted_answer(client, model_name)
     plain = answer_json(client, chat_payload(model_name, STORY, draft_model=None, **GREEDY))
@@ -57,7 +58,8 @@ def test_speculative_greedy_matches_plain(client: SuiteClient, model_name: str |
                             drafted["usage"]["completion_tokens"])
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="speculative.timings")
+@pytest.mark.conformance(family="mlxcel-ext", feature="speculative.timings",
+                         extension="timings_draft")
 def test_draft_timings_on_bodies(client: SuiteClient, model_name: str | None) -> None:
     drafted = _drafted_answer(client, model_name)
     check_draft_timings(drafted["timings"], drafted["usage"]["completion_tokens"])
@@ -69,7 +71,8 @@ def test_draft_timings_on_bodies(client: SuiteClient, model_name: str | None) ->
     check_no_draft_timings([one], "the request ended inside prefill (max_tokens 1)")
 
 
-@pytest.mark.conformance(family="mlxcel-ext", feature="speculative.timings_stream")
+@pytest.mark.conformance(family="mlxcel-ext", feature="speculative.timings_stream",
+                         extension="timings_draft")
 def test_draft_timings_only_on_the_finish_chunk(client: SuiteClient,
                                                 model_name: str | None) -> None:
     _drafted_answer(client, model_name)
@@ -83,6 +86,7 @@ def test_draft_timings_only_on_the_finish_chunk(client: SuiteClient,
 
 
 @pytest.mark.conformance(family="mlxcel-ext", feature="mlx_lm.draft_model.confined",
+                         extension="refusals",
                          destructive=True)
 @pytest.mark.parametrize("value", ["any/draft-model", "/etc", "../../../tmp/draft"],
                          ids=["hub-id", "absolute", "dotdot"])

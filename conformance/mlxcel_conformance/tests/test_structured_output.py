@@ -86,7 +86,8 @@ BAD_FORMATS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.conformance(family="chat", feature="chat.structured.errors")
+@pytest.mark.conformance(family="chat", feature="chat.structured.errors",
+                         extension="schema_limits")
 @pytest.mark.parametrize("path", [CHAT_PATH, COMPLETIONS_PATH], ids=["chat", "completions"])
 @pytest.mark.parametrize("case", sorted(BAD_FORMATS))
 def test_response_format_rejected(client: SuiteClient, model_name: str | None, case: str,

@@ -65,7 +65,7 @@ def test_different_images_give_different_answers(client: SuiteClient, model_name
     check_pixels_reach_model(answers)
 
 
-@pytest.mark.conformance(family="vision", feature="vision.families_agree")
+@pytest.mark.conformance(family="vision", feature="vision.families_agree", extension="media")
 def test_chat_responses_and_messages_share_the_image_path(
         client: SuiteClient, model_name: str | None, vision: None) -> None:
     data = solid_png(BLUE)
@@ -100,7 +100,8 @@ TRAVERSALS = ("/etc/passwd", "file:///etc/passwd", "/tmp/../etc/passwd",
               "file:///tmp/../../etc/hostname")
 
 
-@pytest.mark.conformance(family="vision", feature="vision.local_path_refused", destructive=True)
+@pytest.mark.conformance(family="vision", feature="vision.local_path_refused",
+                         extension="media", destructive=True)
 @pytest.mark.parametrize("url", TRAVERSALS)
 def test_local_paths_outside_the_roots_are_refused(client: SuiteClient, model_name: str | None,
                                                    vision: None, url: str) -> None:
@@ -109,7 +110,7 @@ def test_local_paths_outside_the_roots_are_refused(client: SuiteClient, model_na
     check_error_body_openai(body, status=status, expected=400)
 
 
-@pytest.mark.conformance(family="vision", feature="vision.local_video_refused",
+@pytest.mark.conformance(family="vision", feature="vision.local_video_refused", extension="media",
                          destructive=True)
 def test_local_videos_outside_the_allowlist_are_refused(
         client: SuiteClient, model_name: str | None, vision: None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -76,15 +76,17 @@ async def create_chat_completion(request: Request) -> Response:
         setup = dataclasses.replace(
             setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
     handle = state.engine.submit(setup.generation, request_priority(request))
+    count_tokens = _token_counter(state.require_model())
     if body.stream:
-        return sse_response(_stream(handle, body, setup, state.model_name))
+        return sse_response(_stream(handle, body, setup, state.model_name, count_tokens))
     done = await collect(request, handle)
     parser = setup.new_parser()
     parser.feed(done.text)
     parser.finish()
     _warn_if_forced_without_call(setup, bool(parser.calls))
     logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.wants_logprobs() else None
-    output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs)
+    output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs,
+                        count_tokens(parser.reasoning))
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
     timings = speculative_timings(done.finished)
     if timings is not None:
@@ -92,8 +94,14 @@ async def create_chat_completion(request: Request) -> Response:
     return JSONResponse(payload)
 
 
+def _token_counter(model: Any) -> Callable[[str | None], int]:
+    """Tokens in the reasoning text, for usage.completion_tokens_details.reasoning_tokens."""
+    return lambda text: len(model.encode(text)) if text else 0
+
+
 async def _stream(
-    handle: RequestHandle, body: ChatCompletionRequest, setup: ChatSetup, model_name: str
+    handle: RequestHandle, body: ChatCompletionRequest, setup: ChatSetup, model_name: str,
+    count_tokens: Callable[[str | None], int],
 ) -> AsyncIterator[str]:
     encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT)
     parser = setup.new_parser()
@@ -106,7 +114,7 @@ async def _stream(
                 chunks = encoder.pieces(parser.finish())
                 _warn_if_forced_without_call(setup, bool(parser.calls))
                 chunks += _closing_chunks(encoder, event, body.wants_usage_chunk(),
-                                          bool(parser.calls))
+                                          bool(parser.calls), count_tokens(parser.reasoning))
                 out.extend(data_event(chunk) for chunk in chunks)
                 out.append(data_event("[DONE]"))
             else:
@@ -118,7 +126,8 @@ async def _stream(
 
 
 def _closing_chunks(
-    encoder: ChatChunkEncoder, finished: Finished, with_usage: bool, has_calls: bool
+    encoder: ChatChunkEncoder, finished: Finished, with_usage: bool, has_calls: bool,
+    reasoning_tokens: int = 0,
 ) -> list[dict[str, Any]]:
     if finished.reason == "error":
         # openai-python raises APIError on a data payload with a top-level "error" key.
@@ -129,5 +138,5 @@ def _closing_chunks(
     if timings is not None:  # only the chunk carrying finish_reason
         chunks[0]["timings"] = timings
     if with_usage:
-        chunks.append(encoder.usage(finished))
+        chunks.append(encoder.usage(finished, reasoning_tokens))
     return chunks

@@ -42,7 +42,7 @@ def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, 
     if with_thinking and parsed.reasoning is not None:
         blocks.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
     if parsed.content or not parsed.calls:
-        blocks.append({"type": "text", "text": parsed.content})
+        blocks.append({"type": "text", "text": parsed.content, "citations": None})
     for call in parsed.calls:
         blocks.append({"type": "tool_use", "id": new_tool_use_id(), "name": call.name,
                        "input": tool_input(call.arguments)})

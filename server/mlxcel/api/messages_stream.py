@@ -14,7 +14,7 @@ from typing import Any
 from ..engine.handle import RequestHandle
 from ..engine.model import LoadedModel
 from ..engine.request import Finished
-from ..protocol.anthropic import new_tool_use_id, stop_reason, tool_input, usage_of
+from ..protocol.anthropic import delta_usage_of, new_tool_use_id, stop_reason, tool_input
 from ..protocol.anthropic_events import AnthropicEventEncoder, empty_block
 from ..protocol.generated import parse_output
 from ..protocol.reasoning_stream import Kind, ReasoningRouter
@@ -99,5 +99,5 @@ async def stream_message(
             yield _send(e for k, t in router.finish() for e in blocks.segment(k, t))
         events, has_calls = _closing(blocks, model, tools, opens_reasoning, "".join(held))
         reason, sequence = stop_reason(event, has_calls)
-        usage = usage_of(event.prompt_tokens, event.completion_tokens)
+        usage = delta_usage_of(event.prompt_tokens, event.completion_tokens)
         yield _send(events + enc.finish(reason, sequence, usage))

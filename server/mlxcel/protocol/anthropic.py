@@ -264,9 +264,21 @@ def stop_reason(finished: Finished, has_calls: bool) -> tuple[str, str | None]:
     return "end_turn", None
 
 
-def usage_of(input_tokens: int, output_tokens: int) -> dict[str, int]:
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+def usage_of(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """A message's ``usage`` with every key Anthropic's API sends, set to what it sends where
+    the value has no meaning here: no prompt caching on Anthropic's terms (zeros), the
+    ``standard`` tier, ``not_available`` geography, no server tools."""
+    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": output_tokens, "service_tier": "standard",
+            "inference_geo": "not_available", "server_tool_use": None}
+
+
+def delta_usage_of(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    """``message_delta``'s cumulative ``usage``, as Anthropic's API streams it."""
+    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0, "output_tokens": output_tokens}
 
 
 def message_shell(message_id: str, model_name: str, input_tokens: int) -> dict[str, Any]:

@@ -244,12 +244,18 @@ def new_id(prefix: str) -> str:
     return prefix + uuid.uuid4().hex[:24]
 
 
-def usage_of(finished: Finished) -> dict[str, Any]:
+def usage_of(finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:
+    """Chat usage with the details OpenAI's API always sends (zeros where nothing applies:
+    no audio, no predicted outputs)."""
     return {
         "prompt_tokens": finished.prompt_tokens,
         "completion_tokens": finished.completion_tokens,
         "total_tokens": finished.prompt_tokens + finished.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": finished.cached_tokens},
+        "prompt_tokens_details": {"cached_tokens": finished.cached_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": min(reasoning_tokens, finished.completion_tokens),
+            "audio_tokens": 0, "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0},
     }
 
 

@@ -21,6 +21,9 @@ from ..engine.request import Finished
 from .chat import usage_of
 from .logprobs import render_logprobs
 
+# What OpenAI's API reports for a request served on the standard tier: the only one here.
+SERVICE_TIER = "default"
+
 
 def chat_finish_reason(finished: Finished, has_calls: bool) -> str:
     if finished.reason == "length":
@@ -49,6 +52,7 @@ class ChatOutput:
     calls: list[ParsedToolCall]
     finished: Finished
     logprobs: list[dict[str, Any]] | None = field(default=None)
+    reasoning_tokens: int = 0
 
 
 def completion_body(
@@ -59,6 +63,7 @@ def completion_body(
         "role": "assistant",
         "content": output.content if (output.content or not calls) else None,
         "refusal": None,
+        "annotations": [],
     }
     if calls:
         message["tool_calls"] = [tool_call_json(c) for c in calls]
@@ -72,6 +77,7 @@ def completion_body(
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model_name,
+        "service_tier": SERVICE_TIER,
         "system_fingerprint": fingerprint,
         "choices": [
             {
@@ -81,7 +87,7 @@ def completion_body(
                 "logprobs": None if logprobs is None else {"content": logprobs, "refusal": None},
             }
         ],
-        "usage": usage_of(output.finished),
+        "usage": usage_of(output.finished, output.reasoning_tokens),
     }
 
 
@@ -107,6 +113,7 @@ class ChatChunkEncoder:
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": model_name,
+            "service_tier": SERVICE_TIER,
             "system_fingerprint": fingerprint,
         }
         self._content_sent = False
@@ -143,8 +150,8 @@ class ChatChunkEncoder:
             delta["reasoning_only"] = True
         return self._chunk(delta, chat_finish_reason(finished, has_calls))
 
-    def usage(self, finished: Finished) -> dict[str, Any]:
-        return {**self._base, "choices": [], "usage": usage_of(finished)}
+    def usage(self, finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:
+        return {**self._base, "choices": [], "usage": usage_of(finished, reasoning_tokens)}
 
 
 def stream_logprobs(items: tuple[Any, ...], wanted: bool) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import limits
 from ..chat.thinking_budget import ALIASES as BUDGET_ALIASES
@@ -85,6 +85,14 @@ class NativeCompletionRequest(BaseModel):
     thinking_budget_tokens: Int | None = None
     reasoning_budget_tokens: Int | None = None
     reasoning_budget: Int | None = None
+
+    @field_validator("logit_bias", mode="before")
+    @classmethod
+    def _logit_bias_count(cls, value: Any) -> Any:
+        problem = limits.logit_bias_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 # -- translation --------------------------------------------------------------------------

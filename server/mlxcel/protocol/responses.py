@@ -187,14 +187,18 @@ def response_body(
     output: list[dict[str, Any]] | None = None,
     sampling: tuple[float | None, float | None] | None = None,
 ) -> dict[str, Any]:
-    """The ``response`` object without ``usage`` (added on completion only); ``sampling`` is
-    the (temperature, top_p) actually used."""
+    """The ``response`` object, ``usage`` null until completion; ``sampling`` is the
+    (temperature, top_p) actually used. Every key OpenAI's Response (and the Open Responses
+    ResponseResource) carries is present, with the value the real service sends where it has
+    no meaning here (``service_tier`` "auto" until the answer is done, then "default")."""
     temperature, top_p = sampling or (request.temperature, request.top_p)
     conv_id = request.conversation_id()
+    extra = request.model_extra or {}
     body: dict[str, Any] = {
         "id": response_id,
         "object": "response",
         "created_at": int(time.time()),
+        "completed_at": None,
         "status": status,
         "background": False,
         "error": None,
@@ -216,10 +220,23 @@ def response_body(
         "truncation": "disabled",
         "user": request.user,
         "metadata": dict(request.metadata or {}),
+        "presence_penalty": request.presence_penalty or 0.0,
+        "frequency_penalty": request.frequency_penalty or 0.0,
+        "top_logprobs": _echo(extra, "top_logprobs", int, 0),
+        "service_tier": _echo(extra, "service_tier", str, "auto"),
+        "prompt_cache_key": _echo(extra, "prompt_cache_key", str, None),
+        "safety_identifier": _echo(extra, "safety_identifier", str, None),
+        "usage": None,
     }
     if conv_id is not None:
         body["conversation"] = {"id": conv_id}
     return body
+
+
+def _echo(extra: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    """A request field the server does not act on, echoed as the real service echoes it."""
+    value = extra.get(key)
+    return value if isinstance(value, kind) and not isinstance(value, bool) else default
 
 
 def _tool_echo(tool: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +259,9 @@ def finish_body(
         done["status"] = "cancelled"
     else:
         done["status"] = "completed"
+        done["completed_at"] = int(time.time())
+    if done.get("service_tier") == "auto":
+        done["service_tier"] = "default"
     done["usage"] = usage_body(finished.prompt_tokens, finished.completion_tokens,
                                reasoning_tokens)
     return done

@@ -68,6 +68,14 @@ class OpenAISamplingFields(BaseModel):
     reasoning_budget: Int | None = None
     extra_body: dict[str, Any] | None = None
 
+    @field_validator("logit_bias", mode="before")
+    @classmethod
+    def _logit_bias_count(cls, value: Any) -> Any:
+        problem = limits.logit_bias_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("stop")
     @classmethod
     def _stop_count(cls, value: str | list[str] | None) -> str | list[str] | None:

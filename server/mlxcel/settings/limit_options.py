@@ -29,6 +29,8 @@ LIMIT_OPTIONS: tuple[Option[object], ...] = (
     _limit("max_dry_breakers", 64, "most dry_sequence_breakers per request", 0),
     _limit("dry_breaker_chars", 40, "characters kept of each string DRY breaker, as llama.cpp "
            "cuts them", 1),
+    _limit("max_logit_bias", 4096, "most logit_bias entries per request; more is 400 before "
+           "they are validated", 0),
     _limit("max_tokenize_chars", MIB, "longest text tokenized at once (a prompt, a message "
            "list as rendered, /tokenize content); longer is 400 context_length_exceeded", 1),
     _limit("max_schema_depth", 32, "deepest nesting of a tool or response_format JSON schema",

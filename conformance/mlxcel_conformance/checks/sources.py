@@ -1,0 +1,218 @@
+"""Where each check's rule comes from: its tier and its source, one row per check name.
+
+Two tiers (ARCHITECTURE.md, "The suite"):
+
+- ``contract``: what a public contract requires of *any* server: OpenAI's API reference and
+  published OpenAPI document, Anthropic's API reference and OpenAPI document, the Open Responses
+  specification, llama-server's own README (``tools/server/README.md``), mlx-lm's documented
+  chat fields, the Server-Sent Events standard, and the real recordings in
+  ``fixtures/real-streams/``. Every contract row names that source; a FAIL carries it.
+- ``extension``: mlxcel's own features and refusals (the reference's API document,
+  ``openapi/openapi.yaml``). These run only where the target's profile (or a probe) says the
+  server claims them, and are reported apart.
+
+A check used for both (``error_status``, ``http_status``...) is registered with the tier of its
+usual use; the call that applies it to an extension passes ``source=`` to ``fail`` and runs
+inside an extension feature.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Tier(str, enum.Enum):
+    CONTRACT = "contract"
+    EXTENSION = "extension"
+
+
+# Short citations, reused below.
+OPENAI_CHAT = ("OpenAI API reference, Chat Completions (openai-openapi: "
+               "CreateChatCompletionResponse)")
+OPENAI_CHUNK = ("OpenAI API reference, Chat Completions streaming (openai-openapi: "
+                "CreateChatCompletionStreamResponse); real-streams/openai-chat/stream/")
+OPENAI_COMPLETIONS = "OpenAI API reference, Completions (openai-openapi: CreateCompletionResponse)"
+OPENAI_ERRORS = "OpenAI API reference, Error codes; real-streams/errors/openai-*.json"
+OPENAI_SDK = "openai-python with _strict_response_validation (FACTS.md, 'The official SDKs')"
+RESPONSES = ("OpenAI API reference, Responses (openai-openapi: Response); Open Responses "
+             "specification, ResponseResource")
+RESPONSES_STREAM = ("OpenAI API reference, Responses streaming events; Open Responses "
+                    "specification, streaming; real-streams/openai-responses/stream/")
+ANTHROPIC = "Anthropic API reference, Messages (Message object); real-streams/anthropic/json/"
+ANTHROPIC_STREAM = ("Anthropic API reference, Streaming Messages (event flow); "
+                    "real-streams/anthropic/stream/")
+ANTHROPIC_ERRORS = "Anthropic API reference, Errors; real-streams/errors/anthropic-*.json"
+ANTHROPIC_SDK = "anthropic-python with _strict_response_validation (FACTS.md)"
+LLAMA = "llama-server README (tools/server/README.md)"
+MLX_LM = "mlx-lm SERVER.md, chat completions request fields"
+SSE = "WHATWG HTML Living Standard, Server-sent events (event stream interpretation)"
+SPEC_VIEW = "openapi/ contract view: properties without x-mlxcel-extension"
+REFERENCE = "mlxcel API reference (openapi/openapi.yaml, docs/)"
+
+C, E = Tier.CONTRACT, Tier.EXTENSION
+
+SOURCES: dict[str, tuple[Tier, str]] = {
+    # -- transport and framing
+    "json_body": (C, "RFC 8259; every API above answers JSON bodies"),
+    "http_status": (C, "the status the cited API documents for the request"),
+    "sse_content_type": (C, SSE + ": text/event-stream"),
+    "sse_framing": (C, SSE),
+    "done_terminator": (C, OPENAI_CHUNK + ": the stream ends with data: [DONE]"),
+    "no_done_terminator": (C, RESPONSES_STREAM + "; " + ANTHROPIC_STREAM),
+    "schema_conformance": (C, SPEC_VIEW + " (public shapes only)"),
+    "schema_extension": (E, REFERENCE + ": x-mlxcel-extension properties"),
+    "schemathesis": (E, REFERENCE + ": every operation fuzzed by schemathesis' checks"),
+    "golden_transcript": (C, "goldens/ in shape mode: keys the public contract requires "
+                             "(exact mode: the reference on its own fixture)"),
+    "field_parity": (C, "the public specs' required keys, carried by every real-streams/ "
+                        "recording"),
+    "field_parity_current": (C, "real-streams/ recordings and the current specs: every key the "
+                                "real service sends today (FACTS.md)"),
+    # -- OpenAI chat and completions
+    "chat_completion_body": (C, OPENAI_CHAT),
+    "chat_chunk_object": (C, OPENAI_CHUNK),
+    "chat_first_chunk_role": (C, OPENAI_CHUNK + ": the first delta of a choice has role"),
+    "chat_chunk_order": (C, OPENAI_CHUNK),
+    "tool_call_deltas": (C, OPENAI_CHUNK + ": ChatCompletionMessageToolCallChunk"),
+    "usage_chunk_last": (C, "OpenAI API reference, stream_options.include_usage"),
+    "no_usage_chunk": (C, "OpenAI API reference, stream_options.include_usage"),
+    "logprobs_shape": (C, "OpenAI API reference, ChatCompletionTokenLogprob"),
+    "completion_body": (C, OPENAI_COMPLETIONS),
+    "completion_chunk_order": (C, OPENAI_COMPLETIONS + " (stream)"),
+    "max_tokens_honoured": (C, "OpenAI API reference, max_tokens / max_completion_tokens"),
+    "stop_string_not_leaked": (C, "OpenAI API reference, stop: 'The returned text will not "
+                                  "contain the stop sequence'"),
+    "stop_not_leaked": (C, "OpenAI API reference, stop"),
+    "seed_deterministic": (C, "OpenAI API reference, seed (best effort determinism)"),
+    "logprobs_match_sampled_token": (C, "OpenAI API reference, logprobs: the output tokens"),
+    "stream_matches_json": (C, LLAMA + ", POST /completion (stream)"),
+    "tool_markup_hidden": (C, "OpenAI API reference, function calling: calls in tool_calls"),
+    "tool_calls_finish_reason": (C, OPENAI_CHAT + ": finish_reason tool_calls"),
+    "tool_call_declared": (C, "OpenAI API reference, tool_choice and tools[].function"),
+    "forced_tool_call": (C, "OpenAI Responses tool_choice required; Anthropic tool_choice any"),
+    "reasoning_split": (C, "the server's documented reasoning field: reasoning_content "
+                           "(DeepSeek API, llama-server README) or reasoning (mlx-lm, vLLM)"),
+    "reasoning_only": (E, REFERENCE + ": message.reasoning_only"),
+    "structured_output_valid": (C, "OpenAI API reference, response_format json_schema"),
+    "error_no_schema_echo": (E, REFERENCE + ": schema limits"),
+    "template_kwargs": (C, LLAMA + ", chat_template_kwargs"),
+    "models_list": (C, "OpenAI API reference, List models"),
+    "health_ready": (C, LLAMA + ", GET /health"),
+    # -- errors
+    "error_status": (C, "the status the cited API documents for a rejected request"),
+    "error_body_openai": (C, OPENAI_ERRORS),
+    "error_body_anthropic": (C, ANTHROPIC_ERRORS),
+    "auth_health_exempt": (C, LLAMA + ", --api-key: /health is public"),
+    # -- Responses
+    "response_body": (C, RESPONSES),
+    "responses_event_order": (C, RESPONSES_STREAM),
+    "responses_usage_terminal": (C, RESPONSES_STREAM + ": usage on the terminal response"),
+    "response_compaction": (E, REFERENCE + ": /v1/responses/compact, context_management"),
+    # -- Anthropic
+    "anthropic_message_body": (C, ANTHROPIC),
+    "anthropic_event_order": (C, ANTHROPIC_STREAM),
+    "anthropic_overloaded_529": (E, REFERENCE + ": admission control on /v1/messages "
+                                     "(529 overloaded_error is Anthropic's shape)"),
+    # -- SDK round trips
+    "sdk_openai": (C, OPENAI_SDK),
+    "sdk_anthropic": (C, ANTHROPIC_SDK),
+    # -- llama-server native routes
+    "native_completion_body": (C, LLAMA + ", POST /completion (response)"),
+    "native_stream_sequence": (C, LLAMA + ", POST /completion (stream: no [DONE])"),
+    "native_timings": (C, LLAMA + ", POST /completion timings"),
+    "native_n_probs": (C, LLAMA + ", POST /completion n_probs"),
+    "native_stop_word": (C, LLAMA + ", POST /completion stop, stopping_word"),
+    "native_return_tokens": (C, LLAMA + ", POST /completion return_tokens"),
+    "native_multi_prompt": (C, LLAMA + ", POST /completion: prompt as a list"),
+    "native_dry": (C, LLAMA + ", POST /completion dry_* sampling"),
+    "prompt_forms": (C, LLAMA + ", POST /completion: prompt forms"),
+    "apply_template": (C, LLAMA + ", POST /apply-template"),
+    "infill_not_supported": (E, REFERENCE + ": /infill without an infill model"),
+    "disconnect_frees_server": (C, LLAMA + ", POST /completion (a closed stream stops)"),
+    "detokenize_oov": (C, LLAMA + ", POST /detokenize"),
+    "llama_props": (C, LLAMA + ", GET /props (response format)"),
+    "native_props_shape": (C, LLAMA + ", GET /props (response format)"),
+    "native_slots_shape": (C, LLAMA + ", GET /slots (response format)"),
+    "native_aliases": (C, LLAMA + ": routes served without /v1"),
+    "native_grammar": (C, LLAMA + ", POST /completion grammar"),
+    "native_json_schema": (C, LLAMA + ", POST /completion json_schema"),
+    "native_prompt_progress": (C, LLAMA + ", POST /completion return_progress"),
+    "native_timings_per_token": (C, LLAMA + ", POST /completion timings_per_token"),
+    "native_error_body": (C, LLAMA + ", API errors"),
+    "native_context_exceeded": (C, LLAMA + ", API errors (exceed_context_size_error)"),
+    "llama_slots": (C, LLAMA + ", GET /slots (response format)"),
+    "tokenize_round_trip": (C, LLAMA + ", POST /tokenize and POST /detokenize"),
+    "tokenize_pieces": (C, LLAMA + ", POST /tokenize with_pieces"),
+    # -- observability and scheduling (the reference's shapes)
+    "slots_freed_after_disconnect": (E, REFERENCE + ": /slots state"),
+    "metrics_names": (E, REFERENCE + ": /metrics mlxcel_* names"),
+    "metrics_counters_exact": (E, REFERENCE + ": /metrics counters"),
+    "cache_stats_fields": (E, REFERENCE + ": /v1/cache/stats"),
+    "priority_order": (E, REFERENCE + ": X-Priority"),
+    "server_busy_503": (E, REFERENCE + ": admission control (503 server_busy)"),
+    "seeded_determinism": (E, REFERENCE + ": seeded sampling is batch-invariant"),
+    "loop_detection": (E, REFERENCE + ": loop detection"),
+    "concurrent_streams_complete": (E, REFERENCE + ": admission control answers every stream "
+                                       "(2xx or 503) under load"),
+    # -- embeddings and rerank
+    "embedding_body_openai": (C, "OpenAI API reference, Embeddings"),
+    "embedding_base64": (C, "OpenAI API reference, Embeddings encoding_format base64"),
+    "embedding_body_native": (C, LLAMA + ", POST /embedding"),
+    "embedding_vectors": (C, "OpenAI API reference, Embeddings"),
+    "embedding_deterministic": (C, "OpenAI API reference, Embeddings"),
+    "embedding_alongside_generation": (E, REFERENCE + ": encoders beside the text model"),
+    "rerank_order": (C, LLAMA + ", POST /reranking"),
+    "rerank_documents": (C, LLAMA + ", POST /reranking"),
+    # -- mlx-lm's documented fields
+    "mlx_lm_integer_logprobs": (C, MLX_LM + ": logprobs (integer)"),
+    "mlx_lm_fields_accepted": (C, MLX_LM),
+    "mlx_lm_fields_neutral": (C, MLX_LM),
+    "mlx_lm_repetition_window": (C, MLX_LM + ": repetition_penalty, repetition_context_size"),
+    "mlx_lm_logit_bias": (C, MLX_LM + ": logit_bias"),
+    "adapter_path_refused": (E, REFERENCE + ": --adapter-dir allowlist"),
+    # -- speculative decoding (mlxcel's timings draft fields)
+    "draft_timings_fields": (E, REFERENCE + ": timings draft_n, draft_n_accepted, ..."),
+    "draft_timings_finish_chunk_only": (E, REFERENCE + ": timings on the finish chunk"),
+    "draft_timings_absent_without_drafter": (E, REFERENCE + ": timings draft fields"),
+    "speculative_greedy_exact": (E, REFERENCE + ": speculative decoding is lossless"),
+    "draft_model_confined": (E, REFERENCE + ": draft_model"),
+    # -- vision
+    "vision_probe": (C, "OpenAI API reference, image_url content parts"),
+    "vision_pixels_reach_model": (C, "OpenAI API reference, image_url content parts"),
+    "vision_families_agree": (E, REFERENCE + ": one image path for every family"),
+    "vision_local_path_refused": (E, REFERENCE + ": --media-path"),
+    # -- audio, speech, images
+    "transcription_body_json": (C, "OpenAI API reference, Create transcription (json)"),
+    "transcription_body_verbose": (C, "OpenAI API reference, Create transcription "
+                                      "(verbose_json)"),
+    "transcription_text_format": (C, "OpenAI API reference, Create transcription (text)"),
+    "speech_wav_format": (C, "OpenAI API reference, Create speech (wav)"),
+    "speech_pcm_format": (C, "OpenAI API reference, Create speech (pcm)"),
+    "speech_sse_events": (C, "OpenAI API reference, Create speech stream_format sse"),
+    "speech_audible": (C, "OpenAI API reference, Create speech"),
+    "speech_deterministic": (E, REFERENCE + ": deterministic speech"),
+    "speech_depends_on_input": (C, "OpenAI API reference, Create speech"),
+    "image_generation_body": (C, "OpenAI API reference, Images (b64_json)"),
+    "image_seed_determinism": (E, REFERENCE + ": image seed"),
+    "image_n_seeds": (E, REFERENCE + ": image seeds"),
+    "image_error_param": (C, "OpenAI API reference, Error codes (param)"),
+    "unconfigured_route_501": (E, REFERENCE + ": 501 naming the flag"),
+    # -- robustness (hostile input; the robustness family)
+    "answered_in_time": (C, "RFC 9110: every request gets a response"),
+    "no_server_error": (C, "RFC 9110, 15.5 and 15.6: bad input from the client is a 4xx, "
+                           "not a 5xx"),
+    "health_within_budget": (E, REFERENCE + ": /health answers within its budget while any "
+                                "request runs"),
+    "stalled_connections_released": (E, REFERENCE + ": header and read timeouts"),
+    "no_orphaned_work": (E, REFERENCE + ": nothing queued for a refused request"),
+}
+
+
+def tier_of(name: str) -> Tier | None:
+    row = SOURCES.get(name)
+    return None if row is None else row[0]
+
+
+def source_of(name: str) -> str | None:
+    row = SOURCES.get(name)
+    return None if row is None else row[1]
