@@ -64,6 +64,7 @@ FLAGS = {
     "--allowed-origins": "allowed_origins", "--allowed-hosts": "allowed_hosts",
     "--responses-store-max-bytes": "responses_store_max_bytes",
     "--adapter-dir": "adapter_dir", "--log-level": "log_level",
+    "--max-logit-bias": "max_logit_bias",
 }
 
 # Every environment variable the server has read: (variable, value, dest, parsed value).
