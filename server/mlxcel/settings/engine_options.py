@@ -1,9 +1,10 @@
 """Settings of the engine: slots, queue, prompt cache, CPU kernels, speculative decoding and
-the bounds of image and video inputs. Defaults the engine owns are its own constants."""
+the bounds of image and video inputs. Nothing here imports the engine (chat/ and structured/
+read the request limits, which must not reach the engine): the engine imports its prompt-cache
+defaults from here."""
 
 from __future__ import annotations
 
-from ..engine.prompt_cache import DEFAULT_CAPACITY_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from ..media.policy import (
     DEFAULT_DECODE_TIMEOUT_S,
     DEFAULT_FETCH_TIMEOUT_S,
@@ -18,6 +19,9 @@ from .option import Option
 ENGINE = "Slots, queue and prompt cache"
 SPECULATIVE = "Speculative decoding"
 MEDIA = "Image and video input"
+DEFAULT_CAPACITY_BYTES = 2 * 1024**3  # the prompt cache (engine/prompt_cache.py)
+DEFAULT_MAX_ENTRIES = 1024
+DEFAULT_TTL_S = 3600.0
 SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "prompt-lookup")
 
 ENGINE_OPTIONS: tuple[Option[object], ...] = (
