@@ -1,10 +1,10 @@
 """mkdocs hook: add the pages generated from the repository's sources at build time.
 
 - `api/index.md`, `api/schemas.md`, `api/openapi.yaml` from `openapi/openapi.yaml`;
-- `configuration.md` from the command-line definitions;
 - `results.md` from the matrices and plots committed under `docs/`.
 
 Generated pages exist only in the build; nothing is written to `docs/`, so they cannot drift.
+(`configuration.md` is committed instead, kept current by a test: see configuration.py.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import api_reference
-import configuration
 import results
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
@@ -27,7 +26,6 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     spec_path = root / "openapi" / "openapi.yaml"
     pages: dict[str, str] = {}
     pages.update(api_reference.render(spec_path))
-    pages.update(configuration.render())
     pages.update(results.render(Path(config.docs_dir)))
     pages["api/openapi.yaml"] = spec_path.read_text(encoding="utf-8")
     for src_uri, content in pages.items():

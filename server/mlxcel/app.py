@@ -20,6 +20,7 @@ from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
 from .http_server import install_accept_error_limiter
 from .memory import trim_after_large_bodies
+from .observability import engine_registry
 
 
 def family_routers() -> list[APIRouter]:
@@ -60,7 +61,10 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
         openapi_url=None,
         lifespan=lifespan,
     )
-    app.state.mlxcel = AppState(config=config, engine=engine)
+    state = AppState(config=config, engine=engine)
+    if config.metrics:
+        state.services.metrics = engine_registry(engine)
+    app.state.mlxcel = state
     for router in family_routers():
         app.include_router(router)
     install_error_handlers(app)

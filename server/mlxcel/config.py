@@ -1,4 +1,7 @@
-"""Server configuration: what the CLI (or a test) decides before the app starts."""
+"""Server configuration: what the CLI (or a test) decides before the app starts.
+
+Each field's default is its setting's declared default (``settings/``); the CLI fills the
+fields from the parsed settings (``settings/derive.py``)."""
 
 from __future__ import annotations
 
@@ -6,73 +9,81 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import RequestLimits
+from .settings.catalog import default_of
+
+
+def _g(field: str) -> Any:
+    return default_of("defaults", field)
+
+
+def _s(field: str) -> Any:
+    return default_of("server", field)
 
 
 @dataclass(frozen=True)
 class GenerationDefaults:
     """Sampling defaults for fields a request leaves out (llama-server's flag names)."""
 
-    n_predict: int = 512
-    temperature: float = 0.8
-    top_p: float = 0.95
-    top_k: int = 40
-    min_p: float = 0.05
-    seed: int | None = None
-    repeat_penalty: float = 1.0
-    repeat_last_n: int = 64
-    frequency_penalty: float = 0.0
-    presence_penalty: float = 0.0
-    dry_multiplier: float = 0.0
-    dry_base: float = 1.75
-    dry_allowed_length: int = 2
-    dry_penalty_last_n: int = 0
-    xtc_probability: float = 0.0
-    xtc_threshold: float = 0.1
+    n_predict: int = _g("n_predict")
+    temperature: float = _g("temperature")
+    top_p: float = _g("top_p")
+    top_k: int = _g("top_k")
+    min_p: float = _g("min_p")
+    seed: int | None = _g("seed")
+    repeat_penalty: float = _g("repeat_penalty")
+    repeat_last_n: int = _g("repeat_last_n")
+    frequency_penalty: float = _g("frequency_penalty")
+    presence_penalty: float = _g("presence_penalty")
+    dry_multiplier: float = _g("dry_multiplier")
+    dry_base: float = _g("dry_base")
+    dry_allowed_length: int = _g("dry_allowed_length")
+    dry_penalty_last_n: int = _g("dry_penalty_last_n")
+    xtc_probability: float = _g("xtc_probability")
+    xtc_threshold: float = _g("xtc_threshold")
 
 
 @dataclass(frozen=True)
 class ServerConfig:
+    """What the server runs with; each setting's meaning is its help text (``settings/``)."""
+
     model: str
-    host: str = "127.0.0.1"
-    port: int = 8080
-    api_key: str | None = None
-    ctx_size: int = 0
-    alias: str | None = None
+    host: str = _s("host")
+    port: int = _s("port")
+    api_key: str | None = _s("api_key")
+    ctx_size: int = _s("ctx_size")
+    alias: str | None = _s("alias")
     defaults: GenerationDefaults = field(default_factory=GenerationDefaults)
-    parallel: int = 4
-    metrics: bool = False
-    metrics_port: int | None = None
-    slots: bool = True
+    parallel: int = default_of("engine", "parallel")
+    metrics: bool = _s("metrics")
+    metrics_port: int | None = _s("metrics_port")
+    slots: bool = _s("slots")
     # --chat-template (the Jinja text, already read from a file) and --chat-template-kwargs.
     chat_template: str | None = None
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     # Responses API stores (0 entries disables the store).
-    responses_store_max_entries: int = 1024
-    responses_store_ttl_secs: int = 3600
-    conversation_store_max_entries: int = 256
-    conversation_store_ttl_secs: int = 3600
-    # Encoder models for /v1/embeddings and /v1/rerank (None: those routes answer 501).
-    embedding_model: str | None = None
-    rerank_model: str | None = None
-    pooling: str | None = None  # none | mean | cls | last; None = the checkpoint's own
+    responses_store_max_entries: int = _s("responses_store_max_entries")
+    responses_store_ttl_secs: int = _s("responses_store_ttl_secs")
+    conversation_store_max_entries: int = _s("conversation_store_max_entries")
+    conversation_store_ttl_secs: int = _s("conversation_store_ttl_secs")
+    embedding_model: str | None = _s("embedding_model")
+    rerank_model: str | None = _s("rerank_model")
+    pooling: str | None = _s("pooling")
     # --audio-model: a Whisper checkpoint makes this an audio-only server (no text model).
-    audio_model: str | None = None
-    audio_max_queue: int = 4  # requests waiting behind the running one; more get 503
-    audio_timeout_s: float = 300.0  # per request, from admission; past it 504
+    audio_model: str | None = _s("audio_model")
+    audio_max_queue: int = _s("audio_max_queue")
+    audio_timeout_s: float = _s("audio_timeout_s")
     # --image-model: a Z-Image checkpoint served beside the text model (None: the routes 501).
-    image_model: str | None = None
-    image_max_queue: int = 4  # requests waiting behind the running one; more get 503
-    image_timeout_s: float = 300.0  # per request, from admission; past it 504
+    image_model: str | None = _s("image_model")
+    image_max_queue: int = _s("image_max_queue")
+    image_timeout_s: float = _s("image_timeout_s")
     # --adapter-dir: the only directory per-request ``adapters`` may name (None: refused).
-    adapter_dir: str | None = None
-    # --draft-model: the only draft model a request's ``draft_model`` may name (None: 501).
-    draft_model: str | None = None
-    # What one request may cost (limits.py), and what reaches the routes (api/guard.py).
+    adapter_dir: str | None = _s("adapter_dir")
+    draft_model: str | None = _s("draft_model")
     limits: RequestLimits = field(default_factory=RequestLimits)
-    allowed_origins: tuple[str, ...] = ()  # browser Origins besides the server's own
-    allowed_hosts: tuple[str, ...] = ()  # Host names a loopback server answers besides its own
-    timeout_header_s: float = 10.0  # a request's header block must arrive within this
-    timeout_read_s: float = 15.0  # a body may pause this long between two reads
-    timeout_keep_alive_s: float = 5.0  # an idle kept-alive connection is closed after this
+    allowed_origins: tuple[str, ...] = _s("allowed_origins")
+    allowed_hosts: tuple[str, ...] = _s("allowed_hosts")
+    timeout_header_s: float = _s("timeout_header_s")
+    timeout_read_s: float = _s("timeout_read_s")
+    timeout_keep_alive_s: float = _s("timeout_keep_alive_s")
     # Bytes all stored responses may hold together (oldest evicted first).
-    responses_store_max_bytes: int = 256 * 1024 * 1024
+    responses_store_max_bytes: int = _s("responses_store_max_bytes")

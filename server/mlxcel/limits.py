@@ -1,8 +1,8 @@
 """The server's request limits: what one client's request may cost before it is refused.
 
-Each limit has a flag (``cli.py``) and is documented in ``docs/limits.md`` and in the spec's
-``info.x-mlxcel-limits``. ``install`` makes a set of limits the active one when an app is
-built; request parsing reads ``active()``. Every limit is checked before the work it bounds
+Each limit is a setting (``settings/limit_options.py``), documented in ``docs/limits.md`` and
+in the spec's ``info.x-mlxcel-limits``. ``install`` makes a set of limits the active one when an
+app is built; request parsing reads ``active()``. Every limit is checked before the work it bounds
 runs (a body before it is read or parsed, a JSON document before it is walked, strings before
 they are matched or tokenized).
 """
@@ -10,39 +10,43 @@ they are matched or tokenized).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ContextLengthExceeded
+from .settings.catalog import default_of
 
-MIB = 1024 * 1024
+
+def _limit(field: str) -> Any:
+    return default_of("limits", field)
 
 
 @dataclass(frozen=True)
 class RequestLimits:
     # Request bodies, every route: larger is 413 before the body is read (Anthropic's limit).
-    max_body_bytes: int = 32 * MIB
+    max_body_bytes: int = _limit("max_body_bytes")
     # A JSON body's array items plus object members, and the objects and arrays among them
     # (at most a twentieth): parsing cost grows with them, not with bytes (`[],` is 3 bytes).
-    max_json_values: int = 1_000_000
+    max_json_values: int = _limit("max_json_values")
     # Nesting of a JSON body (a tool schema or response_format is bounded lower, by
     # --max-schema-depth): deeper is refused before anything recurses into it.
-    max_json_depth: int = 128
+    max_json_depth: int = _limit("max_json_depth")
     # Stop strings of one request, and the length of each.
-    max_stop_strings: int = 16
-    max_stop_chars: int = 1024
+    max_stop_strings: int = _limit("max_stop_strings")
+    max_stop_chars: int = _limit("max_stop_chars")
     # llama-server's string DRY breakers: how many, and the characters of each kept (longer
     # ones are cut to this length, as llama.cpp does with its own limit of 40).
-    max_dry_breakers: int = 64
-    dry_breaker_chars: int = 40
+    max_dry_breakers: int = _limit("max_dry_breakers")
+    dry_breaker_chars: int = _limit("dry_breaker_chars")
     # Entries of one logit_bias (OpenAI accepts at most 300): counted before the entries are
     # validated, which holds the interpreter lock (200,000 entries held it ~160 ms).
-    max_logit_bias: int = 4096
+    max_logit_bias: int = _limit("max_logit_bias")
     # Characters one tokenizer call may take: tokenizing holds the interpreter lock for a
     # share of its time that grows with the text (about 0.1 s per MiB measured on 2 cores).
-    max_tokenize_chars: int = MIB
+    max_tokenize_chars: int = _limit("max_tokenize_chars")
     # JSON schemas of tools and of response_format: nesting depth.
-    max_schema_depth: int = 32
+    max_schema_depth: int = _limit("max_schema_depth")
     # Worker threads preparing requests off the event loop (parsing, templates, tokenizing).
-    prepare_threads: int = 4
+    prepare_threads: int = _limit("prepare_threads")
 
 
 _ACTIVE = RequestLimits()

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from .config import ServerConfig
+
 V = TypeVar("V")
 
 
@@ -122,6 +124,15 @@ class StoredResponse:
 class ResponsesStores:
     responses: TTLStore[StoredResponse]
     conversations: TTLStore[list[dict[str, Any]]]
+
+
+def stores_for(config: ServerConfig) -> ResponsesStores:
+    """The stores the server's settings describe."""
+    return make_stores(
+        config.responses_store_max_entries, config.responses_store_ttl_secs,
+        config.conversation_store_max_entries, config.conversation_store_ttl_secs,
+        config.responses_store_max_bytes,
+    )
 
 
 def make_stores(

@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from fastapi import FastAPI, Request
 
@@ -93,34 +93,39 @@ class SingleWorker(Generic[M]):
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
+WorkerName = Literal["audio", "images"]  # the field of ``api.state.Services`` holding it
+
+
 def worker_lifespan(
-    attr: str, start: Callable[[ServerConfig], SingleWorker[M] | None],
+    attr: WorkerName, start: Callable[[ServerConfig], SingleWorker[M] | None],
     loaded: Callable[[M], None],
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """A router lifespan for one worker: ``start(config)`` loads it at startup (None where the
     server was not started with its model: nothing runs; a failed load raises, which stops the
-    server), ``loaded(model)`` announces it, and it is kept on ``app.state.<attr>`` (read back
-    with ``app_worker``) until shutdown closes it."""
+    server), ``loaded(model)`` announces it, and it is kept in the app's ``services.<attr>``
+    (read back with ``app_worker``) until shutdown closes it."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = app.state.mlxcel.services
         worker = start(app.state.mlxcel.config)
         if worker is None:
             yield
             return
         loaded(worker.model)
-        setattr(app.state, attr, worker)
+        setattr(services, attr, worker)
         try:
             yield
         finally:
+            setattr(services, attr, None)
             worker.close()
 
     return lifespan
 
 
-def app_worker(request: Request, attr: str) -> SingleWorker[Any] | None:
-    """The worker ``worker_lifespan`` keeps on ``app.state.<attr>``; None without one."""
-    worker: SingleWorker[Any] | None = getattr(request.app.state, attr, None)
+def app_worker(request: Request, attr: WorkerName) -> SingleWorker[Any] | None:
+    """The worker ``worker_lifespan`` keeps in ``services.<attr>``; None without one."""
+    worker: SingleWorker[Any] | None = getattr(request.app.state.mlxcel.services, attr)
     return worker
 
 

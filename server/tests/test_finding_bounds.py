@@ -145,7 +145,7 @@ def test_responses_store_holds_at_most_its_bytes(client: TestClient) -> None:
         response = client.post("/v1/responses", json={"input": text, "max_output_tokens": 2})
         assert response.status_code == 200, response.text
         ids.append(response.json()["id"])
-    stores = client.app.state.responses_stores  # type: ignore[attr-defined]
+    stores = client.app.state.mlxcel.services.stores  # type: ignore[attr-defined]
     assert 0 < stores.responses.bytes_held <= 40_000
     assert client.get(f"/v1/responses/{ids[0]}").status_code == 404
     assert client.get(f"/v1/responses/{ids[-1]}").status_code == 200

@@ -255,7 +255,7 @@ def test_a_request_past_its_timeout_is_504_and_the_worker_serves_the_next() -> N
     with image_app(image_timeout_s=0.2) as client:
         error = error_of(client.post(GENERATIONS, json=SLOW), 504)
         assert error["type"] == "timeout_error" and "--image-timeout" in error["message"]
-        client.app.state.mlxcel_images.timeout_s = 120.0
+        client.app.state.mlxcel.services.images.timeout_s = 120.0
         _wait_for_queue(client, 0)
         assert client.post(GENERATIONS, json=SMALL).status_code == 200
 

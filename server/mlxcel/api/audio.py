@@ -2,7 +2,7 @@
 
 Whisper and Kokoro run in an audio-only server process (``--audio-model``): the router's
 lifespan loads the checkpoint at startup (a failed load stops the server) and keeps the
-single-worker ``AudioService`` on ``app.state.mlxcel_audio``. A Whisper server transcribes and
+single-worker ``AudioService`` in ``services.audio``. A Whisper server transcribes and
 translates multipart uploads of WAV audio up to 25 MiB (here); a Kokoro server speaks
 (``api/speech.py``). Each answers the other kind's routes with 501 ``not_implemented`` naming
 the checkpoint they need, and a server without an audio model answers every audio route with

@@ -42,10 +42,7 @@ def _warn_if_forced_without_call(setup: ChatSetup, has_calls: bool) -> None:
 
 
 def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
-    config = state.config
-    return getattr(config, "chat_template", None), dict(
-        getattr(config, "chat_template_kwargs", None) or {}
-    )
+    return state.config.chat_template, dict(state.config.chat_template_kwargs)
 
 
 async def _chat_setup(request: Request
@@ -53,8 +50,7 @@ async def _chat_setup(request: Request
     """(state, body, setup, LoRA adapter) of a chat body; the model fields checked first."""
     state = app_state(request)
     body = await parse_request(request, ChatCompletionRequest)
-    adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
-                                 getattr(state.config, "draft_model", None))
+    adapter = check_model_fields(body, state.config.adapter_dir, state.config.draft_model)
     model = state.require_model()
     template, server_kwargs = _server_chat_settings(state)
     apply_template_override(model, template)

@@ -34,8 +34,7 @@ router = APIRouter()
 async def create_completion(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, CompletionRequest)
-    adapter = check_model_fields(body, getattr(state.config, "adapter_dir", None),
-                                 getattr(state.config, "draft_model", None))
+    adapter = check_model_fields(body, state.config.adapter_dir, state.config.draft_model)
     model = state.require_model()
     gens = await off_loop(to_generation_requests, body, model, state.config.defaults)
     if adapter is not None:

@@ -2,7 +2,7 @@
 
 The router's lifespan loads the encoder models named by ``--embedding-model`` and
 ``--rerank-model`` at startup (a failed load stops the server) and keeps them on
-``app.state.mlxcel_encoders`` for this module and ``api/rerank.py``.
+the app's ``services.encoders`` for this module and ``api/rerank.py``.
 """
 
 from __future__ import annotations
@@ -24,12 +24,14 @@ from ..protocol.embeddings import (
     openai_embeddings_body,
 )
 from .offload import json_response, off_loop, parse_request
+from .state import AppState
 
 
 @asynccontextmanager
 async def _encoders(app: FastAPI) -> AsyncIterator[None]:
-    service = EncoderService.from_config(app.state.mlxcel.config)
-    app.state.mlxcel_encoders = service
+    state: AppState = app.state.mlxcel
+    service = EncoderService.from_config(state.config)
+    state.services.encoders = service
     try:
         yield
     finally:

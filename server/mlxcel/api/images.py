@@ -2,7 +2,7 @@
 
 With ``--image-model`` the router's lifespan loads the Z-Image checkpoint on the image worker at
 startup (a failed load stops the server) and keeps the single-worker ``ImageService`` on
-``app.state.mlxcel_images``, beside the text model. Bodies are JSON only: any other declared
+``services.images``, beside the text model. Bodies are JSON only: any other declared
 Content-Type, multipart uploads included, is 415. An edit's input image comes as
 ``images[0].image_url`` and is read under the server's media policy (``--media-path``, size and
 pixel bounds). Without an image model both routes answer 501 ``not_implemented`` naming the

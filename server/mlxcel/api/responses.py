@@ -1,5 +1,5 @@
 """/v1/responses (and the aliases without /v1): create, retrieve, delete, cancel, count input
-tokens. Stores: ``responses_store.ResponsesStores`` kept on the app, made on first use."""
+tokens. Stores: the app's ``services.stores`` (``responses_store.ResponsesStores``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..protocol.responses import (
     response_body,
 )
 from ..protocol.responses_turn import generation_request, prepare, remember
-from ..responses_store import ResponsesStores, StoredResponse, make_stores
+from ..responses_store import ResponsesStores, StoredResponse
 from ..sse import sse_response
 from .generation import collect
 from .media_offload import prepare_prompt
@@ -30,17 +30,7 @@ PREFIXES = ("/v1", "")
 
 
 def stores_of(request: Request) -> ResponsesStores:
-    app_state_obj = request.app.state
-    found: ResponsesStores | None = getattr(app_state_obj, "responses_stores", None)
-    if found is None:
-        config = app_state(request).config
-        found = make_stores(
-            config.responses_store_max_entries, config.responses_store_ttl_secs,
-            config.conversation_store_max_entries, config.conversation_store_ttl_secs,
-            getattr(config, "responses_store_max_bytes", None),
-        )
-        app_state_obj.responses_stores = found
-    return found
+    return app_state(request).services.stores
 
 
 async def create_response(request: Request) -> Response:

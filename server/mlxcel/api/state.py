@@ -1,9 +1,11 @@
-"""What route handlers need from the running app."""
+"""What route handlers need from the running app: its config, the engine and the services
+beside it, one typed object kept on ``app.state.mlxcel`` (nothing else is kept on the app)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 
@@ -11,14 +13,38 @@ from .. import __version__
 from ..config import ServerConfig
 from ..engine.model import LoadedModel
 from ..engine.worker import Engine
+from ..responses_store import ResponsesStores, stores_for
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from ..embedding.service import EncoderService
+    from ..single_worker import SingleWorker
 
 FINGERPRINT = f"fp_mlxcel_{__version__.replace('.', '_')}"
+
+
+@dataclass
+class Services:
+    """What runs beside the engine. The stores and the metrics registry are made with the app;
+    the encoders and the audio and image workers by their routers' lifespans at startup (None
+    where the server was started without their model)."""
+
+    stores: ResponsesStores
+    metrics: CollectorRegistry | None = None
+    encoders: EncoderService | None = None
+    audio: SingleWorker[Any] | None = None
+    images: SingleWorker[Any] | None = None
 
 
 @dataclass
 class AppState:
     config: ServerConfig
     engine: Engine
+    services: Services = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.services = Services(stores=stores_for(self.config))
 
     @property
     def model_name(self) -> str:

@@ -52,7 +52,8 @@ class AudioOnlyGate:
     @staticmethod
     def _kind(scope: Scope) -> AudioKind | None:
         """The loaded checkpoint's kind (the lifespan has loaded it before any request)."""
-        service = getattr(getattr(scope.get("app"), "state", None), "mlxcel_audio", None)
+        app = scope.get("app")
+        service = app.state.mlxcel.services.audio if app is not None else None
         return KINDS[service.model.kind] if service is not None else None
 
     @staticmethod

@@ -1,19 +1,17 @@
 """The audio worker: one Whisper or Kokoro model on a ``SingleWorker`` (one request at a time,
-503 past ``--audio-max-queue``, 504 past ``--audio-timeout``), kept on
-``app.state.mlxcel_audio``."""
+503 past ``--audio-max-queue``, 504 past ``--audio-timeout``), kept in
+the app's ``services.audio``."""
 
 from __future__ import annotations
 
 from fastapi import Request
 
 from ..config import ServerConfig
-from ..single_worker import SingleWorker, app_worker
+from ..single_worker import SingleWorker, WorkerName, app_worker
 from .checkpoints import AudioModel, load_audio_model
 
-DEFAULT_MAX_QUEUE = 4
-DEFAULT_TIMEOUT_S = 300.0
 AudioService = SingleWorker[AudioModel]
-STATE_ATTR = "mlxcel_audio"
+STATE_ATTR: WorkerName = "audio"
 
 
 def start_audio_service(config: ServerConfig) -> AudioService | None:

@@ -1,8 +1,8 @@
 """The encoder worker: the loaded embedding and rerank models, run one call at a time on a
 thread of their own so the event loop and the generation thread never wait on them.
 
-The service is built at startup by the embeddings router's lifespan and kept on
-``app.state.mlxcel_encoders``; a model that fails to load stops the server's startup.
+The service is built at startup by the embeddings router's lifespan and kept in the app's
+``services.encoders`` (api/state.py); a model that fails to load stops the server's startup.
 """
 
 from __future__ import annotations
@@ -80,5 +80,5 @@ class EncoderService:
 
 
 def encoder_service(request: Request) -> EncoderService:
-    service: EncoderService | None = getattr(request.app.state, "mlxcel_encoders", None)
+    service: EncoderService | None = request.app.state.mlxcel.services.encoders
     return service if service is not None else EncoderService()

@@ -19,9 +19,12 @@ from typing import Any
 import mlx.core as mx
 from mlx_lm.models.cache import can_trim_prompt_cache, trim_prompt_cache
 
-DEFAULT_CAPACITY_BYTES = 2 * 1024**3
-DEFAULT_MAX_ENTRIES = 1024
-DEFAULT_TTL_S = 3600.0
+from ..settings.engine_options import (  # noqa: F401 - the engine's names for them
+    DEFAULT_CAPACITY_BYTES,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_TTL_S,
+)
+
 BLOCK_SIZE = 16
 
 

@@ -1,17 +1,17 @@
 """The image worker: one Z-Image model on a ``SingleWorker`` (loaded at startup on its own
 thread, one request at a time, 503 past ``--image-max-queue``, 504 past ``--image-timeout``),
-kept on ``app.state.mlxcel_images``."""
+kept in the app's ``services.images``."""
 
 from __future__ import annotations
 
 from fastapi import Request
 
 from ..config import ServerConfig
-from ..single_worker import SingleWorker, app_worker
+from ..single_worker import SingleWorker, WorkerName, app_worker
 from .zimage import ZImageModel, load_zimage
 
 ImageService = SingleWorker[ZImageModel]
-STATE_ATTR = "mlxcel_images"
+STATE_ATTR: WorkerName = "images"
 
 
 def start_image_service(config: ServerConfig) -> ImageService | None:

@@ -13,12 +13,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..settings.option import env_bool
+
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_PIXELS = 32 * 1024 * 1024
 DEFAULT_DECODE_TIMEOUT_S = 10.0
 DEFAULT_FETCH_TIMEOUT_S = 10.0
 DEFAULT_MAX_IMAGES = 16
 DEFAULT_VIDEO_MAX_FRAMES = 16
+VIDEO_DIRS_ENV = "MLXCEL_VIDEO_DIR_ALLOWLIST"
+PRIVATE_URLS_ENV = "MLXCEL_ALLOW_PRIVATE_MEDIA_URLS"
 
 
 @dataclass(frozen=True)
@@ -47,17 +51,25 @@ def policy_from_settings(
     decode_timeout_s: float = DEFAULT_DECODE_TIMEOUT_S,
     fetch_timeout_s: float = DEFAULT_FETCH_TIMEOUT_S,
     video_max_frames: int = DEFAULT_VIDEO_MAX_FRAMES,
+    video_dirs: list[str] | None = None,
+    allow_private_urls: bool | None = None,
     environ: dict[str, str] | None = None,
 ) -> MediaPolicy:
+    """The policy; ``video_dirs`` and ``allow_private_urls`` not given are read from
+    ``environ`` (default: the process's), as the settings read them."""
     env = os.environ if environ is None else environ
-    video = env.get("MLXCEL_VIDEO_DIR_ALLOWLIST", "")
+    if video_dirs is None:
+        video_dirs = env.get(VIDEO_DIRS_ENV, "").split(",")
+    if allow_private_urls is None:
+        raw = env.get(PRIVATE_URLS_ENV, "")
+        allow_private_urls = env_bool(PRIVATE_URLS_ENV, raw) if raw.strip() else False
     return MediaPolicy(
         media_roots=_real_dirs(list(media_paths or [])),
-        video_dirs=_real_dirs(video.split(",")),
+        video_dirs=_real_dirs(video_dirs),
         max_bytes=max_bytes,
         max_pixels=max_pixels,
         decode_timeout_s=decode_timeout_s,
         fetch_timeout_s=fetch_timeout_s,
-        allow_private_urls=env.get("MLXCEL_ALLOW_PRIVATE_MEDIA_URLS", "") == "1",
+        allow_private_urls=allow_private_urls,
         video_max_frames=video_max_frames,
     )

@@ -1,0 +1,75 @@
+"""Settings of the server itself: the model, the socket, templates, side models, the Responses
+API stores and logging (flag names and ``LLAMA_ARG_*`` variables as llama-server's)."""
+
+from __future__ import annotations
+
+from .option import Option
+
+SERVER = "Server"
+TEMPLATES = "Chat templates"
+MODELS = "Side models"
+STORES = "Responses API stores"
+
+SERVER_OPTIONS: tuple[Option[object], ...] = (
+    Option("model", None, "local model directory or hub id", SERVER,
+           flags=("-m", "--model"), env=("LLAMA_ARG_MODEL",),
+           shown_default="the bundled fixture model"),
+    Option("host", "127.0.0.1", "address to listen on", SERVER,
+           flags=("--host",), env=("LLAMA_ARG_HOST",)),
+    Option("port", 8080, "port to listen on", SERVER,
+           flags=("--port",), env=("LLAMA_ARG_PORT",), type=int),
+    Option("api_key", None, "require this key as `Authorization: Bearer KEY` (or `x-api-key`) "
+           "on every route but GET /health and GET /", SERVER,
+           flags=("--api-key",), env=("LLAMA_API_KEY",), shown_default="no key"),
+    Option("ctx_size", 0, "context size in tokens, shared by the slots (0 = the model's own "
+           "per slot)", SERVER, flags=("-c", "--ctx-size"), env=("LLAMA_ARG_CTX_SIZE",),
+           type=int),
+    Option("alias", None, "model name reported to clients", SERVER,
+           flags=("-a", "--alias"), env=("LLAMA_ARG_ALIAS",),
+           shown_default="the model's directory name or hub id"),
+    Option("metrics", False, "serve Prometheus metrics on /metrics", SERVER,
+           flags=("--metrics",), env=("LLAMA_ARG_ENDPOINT_METRICS",), kind="bool"),
+    Option("metrics_port", None, "also serve Prometheus metrics on this port (implies "
+           "--metrics)", SERVER, flags=("--metrics-port",), type=int),
+    Option("slots", True, "serve /slots", SERVER, flags=("--slots",),
+           off_flags=("--no-slots",), env=("LLAMA_ARG_ENDPOINT_SLOTS",), kind="bool"),
+    Option("log_level", "info", "logging level of the server and uvicorn", SERVER,
+           flags=("--log-level",), env=("MLXCEL_LOG_LEVEL",),
+           choices=("debug", "info", "warning", "error"), to="cli"),
+    Option("adapter_dir", None, "directory of LoRA adapters that a request's mlx-lm `adapters` "
+           "field may name; without it such requests get 400", SERVER,
+           flags=("--adapter-dir",), env=("MLXCEL_ADAPTER_DIR",)),
+    Option("chat_template", None, "Jinja chat template (text or a file path) replacing the "
+           "model's", TEMPLATES, flags=("--chat-template",), env=("LLAMA_ARG_CHAT_TEMPLATE",),
+           to="cli", shown_default="the model's own"),
+    Option("chat_template_file", None, "file holding the Jinja chat template", TEMPLATES,
+           flags=("--chat-template-file",), env=("LLAMA_ARG_CHAT_TEMPLATE_FILE",), to="cli"),
+    Option("chat_template_kwargs", None, "JSON object of default template kwargs; a request's "
+           "keys win", TEMPLATES, flags=("--chat-template-kwargs",),
+           env=("LLAMA_ARG_CHAT_TEMPLATE_KWARGS",), to="cli"),
+    Option("embedding_model", None, "encoder (BERT-family) model directory or hub id for "
+           "/v1/embeddings, /embedding and /embeddings (without it they answer 501)", MODELS,
+           flags=("--embedding-model",), env=("MLXCEL_EMBEDDING_MODEL",)),
+    Option("rerank_model", None, "cross-encoder (*ForSequenceClassification) for /v1/rerank and "
+           "its aliases (without it they answer 501)", MODELS,
+           flags=("--rerank-model",), env=("MLXCEL_RERANK_MODEL",)),
+    Option("pooling", None, "embedding pooling", MODELS, flags=("--pooling",),
+           env=("LLAMA_ARG_POOLING",), choices=("none", "mean", "cls", "last"),
+           shown_default="the checkpoint's sentence-transformers setting, else mean"),
+    Option("responses_store_max_entries", 1024, "stored responses kept for GET, DELETE, cancel "
+           "and previous_response_id; 0 disables the store", STORES,
+           flags=("--responses-store-max-entries",),
+           env=("LLAMA_ARG_RESPONSES_STORE_MAX_ENTRIES",), type=int),
+    Option("responses_store_ttl_secs", 3600, "seconds a stored response is kept after its last "
+           "write", STORES, flags=("--responses-store-ttl-secs",),
+           env=("LLAMA_ARG_RESPONSES_STORE_TTL_SECS",), type=int),
+    Option("conversation_store_max_entries", 256, "conversations (string ids) kept; 0 disables "
+           "the store", STORES, flags=("--conversation-store-max-entries",),
+           env=("LLAMA_ARG_CONVERSATION_STORE_MAX_ENTRIES",), type=int),
+    Option("conversation_store_ttl_secs", 3600, "seconds a conversation is kept after its last "
+           "write", STORES, flags=("--conversation-store-ttl-secs",),
+           env=("LLAMA_ARG_CONVERSATION_STORE_TTL_SECS",), type=int),
+    Option("responses_store_max_bytes", 256 * 1024 * 1024, "bytes each Responses API store "
+           "(responses, conversations) may hold; the oldest entries go first", STORES,
+           flags=("--responses-store-max-bytes",), type=int, minimum=0),
+)
