@@ -18,6 +18,8 @@ from .api.state import AppState
 from .audio.gate import AudioOnlyGate
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
+from .error_shapes import ErrorShape
+from .error_shapes import register as register_error_shape
 from .http_server import install_accept_error_limiter
 from .memory import trim_after_large_bodies
 from .observability import engine_registry
@@ -25,10 +27,14 @@ from .observability import engine_registry
 
 def family_routers() -> list[APIRouter]:
     """Every ``router`` defined by a module of ``mlxcel.api``: one module per API family, found
-    by name, so adding a family never edits this file."""
+    by name, so adding a family never edits this file. A module's ``error_shape`` (its family's
+    error body on the paths it claims) is registered on the way."""
     routers = []
     for info in sorted(pkgutil.iter_modules(api.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{api.__name__}.{info.name}")
+        shape = getattr(module, "error_shape", None)
+        if isinstance(shape, ErrorShape):
+            register_error_shape(shape)
         router = getattr(module, "router", None)
         if isinstance(router, APIRouter):
             routers.append(router)

@@ -38,8 +38,6 @@ class MlxcelError(Exception):
     status: int = 500
     type: str = "server_error"
     code: str | int | None = None
-    # The status Anthropic's API uses for the same condition, where it differs from ``status``.
-    anthropic_status: int | None = None
 
     def __init__(
         self,
@@ -165,10 +163,8 @@ class ServerBusy(MlxcelError):
 
 
 class QueueFull(ServerBusy):
-    """Admission control refused the request: the prefill queue is full. Anthropic's API
-    signals the same back-pressure as 529 ``overloaded_error``."""
-
-    anthropic_status = 529
+    """Admission control refused the request: the prefill queue is full (Anthropic's routes
+    say 529 ``overloaded_error``: protocol/anthropic_errors.py)."""
 
 
 class ModelLoading(ServerBusy):

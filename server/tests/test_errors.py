@@ -109,6 +109,25 @@ def test_model_loading_message() -> None:
     assert "loading" in ModelLoading().message
 
 
-def test_only_a_full_queue_has_an_anthropic_status() -> None:
-    assert QueueFull("busy").anthropic_status == 529
-    assert {cls for cls, *_ in TREE if cls.anthropic_status is not None} == {QueueFull}
+def test_only_a_full_queue_has_its_own_anthropic_status() -> None:
+    from mlxcel.protocol.anthropic_errors import anthropic_error, anthropic_status
+
+    assert anthropic_error(QueueFull("busy")) == (
+        {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, 529)
+    assert anthropic_status(ServerBusy("busy")) == 503
+    assert anthropic_status(InvalidRequestError("bad")) == 400
+
+
+def test_error_shapes_are_chosen_by_path_and_claimed_once() -> None:
+    from mlxcel import error_shapes
+    from mlxcel.app import family_routers
+    from mlxcel.protocol.anthropic_errors import ANTHROPIC_ERROR_SHAPE
+
+    family_routers()  # registers every family's error shape
+    error = QueueFull("busy")
+    assert error_shapes.render_error(error, "/v1/messages")[1] == 529
+    assert error_shapes.render_error(error, "/v1/chat/completions") == (error.to_openai(), 503)
+    assert error_shapes.render_error(error, "/completion")[0]["error"]["code"] == 503
+    with pytest.raises(ValueError, match="two error shapes claim /"):
+        error_shapes.register(error_shapes.ErrorShape(
+            ANTHROPIC_ERROR_SHAPE.paths, lambda e: ({}, e.status)))

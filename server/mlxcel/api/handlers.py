@@ -9,43 +9,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..error_shapes import render_error
 from ..errors import InvalidRequestError, MethodNotAllowed, MlxcelError, RouteNotFound, ServerError
-from ..protocol.llama_errors import LLAMA_NATIVE_PATHS, llama_error_body
 
 log = logging.getLogger("mlxcel.api")
 
 
-# Anthropic's routes answer in Anthropic's error shape, with its error type for each status.
-ANTHROPIC_PATHS = frozenset(
-    {"/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens"}
-)
-ANTHROPIC_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "invalid_request_error",
-    408: "timeout_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    503: "overloaded_error",
-    529: "overloaded_error",
-}
-
-
-def anthropic_error_body(error: MlxcelError, status: int | None = None) -> dict[str, object]:
-    kind = ANTHROPIC_TYPES.get(status or error.status, "api_error")
-    return {"type": "error", "error": {"type": kind, "message": error.message}}
-
-
 def error_response(error: MlxcelError, path: str = "") -> JSONResponse:
-    # ``path`` lets a family (e.g. Anthropic's /v1/messages) choose its own error shape.
-    if path in ANTHROPIC_PATHS:
-        status = error.anthropic_status or error.status
-        return JSONResponse(anthropic_error_body(error, status), status_code=status)
-    if path in LLAMA_NATIVE_PATHS:
-        return JSONResponse(llama_error_body(error), status_code=error.status)
-    return JSONResponse(error.to_openai(), status_code=error.status)
+    # ``path`` picks the shape: a family registered for it (error_shapes.py), else OpenAI's.
+    body, status = render_error(error, path)
+    return JSONResponse(body, status_code=status)
 
 
 async def _on_mlxcel_error(request: Request, exc: Exception) -> JSONResponse:

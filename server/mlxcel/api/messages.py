@@ -19,6 +19,7 @@ from ..protocol.anthropic import (
     template_messages,
     usage_of,
 )
+from ..protocol.anthropic_errors import ANTHROPIC_ERROR_SHAPE
 from ..protocol.anthropic_turn import content_blocks, to_messages_turn
 from ..sse import sse_response
 from .generation import collect
@@ -29,6 +30,7 @@ from .priority import request_priority
 from .state import app_state
 
 router = APIRouter()
+error_shape = ANTHROPIC_ERROR_SHAPE
 
 
 async def create_message(request: Request) -> Response:

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, Response
 from ..engine.handle import RequestHandle
 from ..errors import ServerError
 from ..generation import Finished, TokenDelta
+from ..protocol.llama_errors import LLAMA_ERROR_SHAPE
 from ..protocol.native import (
     NativeCompletionRequest,
     NativeRun,
@@ -29,6 +30,8 @@ from .priority import request_priority
 from .state import AppState, app_state
 
 router = APIRouter()
+# llama-server's native routes (here and in the modules beside this one) answer in its shape.
+error_shape = LLAMA_ERROR_SHAPE
 
 
 @router.post("/completion")

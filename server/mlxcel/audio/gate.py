@@ -5,10 +5,11 @@ text routes need not know the server can run without a text model; unknown paths
 
 from __future__ import annotations
 
+from starlette.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..api.handlers import error_response
+from ..error_shapes import render_error
 from ..errors import NotImplementedRoute
 from .checkpoints import KINDS, AudioKind
 
@@ -47,7 +48,8 @@ class AudioOnlyGate:
             return
         message = audio_only_message(scope["method"], path, self.model_name, self._kind(scope))
         error = NotImplementedRoute(message)
-        await error_response(error, path)(scope, receive, send)
+        body, status = render_error(error, path)
+        await JSONResponse(body, status_code=status)(scope, receive, send)
 
     @staticmethod
     def _kind(scope: Scope) -> AudioKind | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..error_shapes import ErrorShape
 from ..errors import ContextLengthExceeded, MlxcelError
 
 # The routes llama-server serves outside its OpenAI and Anthropic families.
@@ -39,3 +40,10 @@ def llama_error_body(error: MlxcelError) -> dict[str, Any]:
         if error.n_prompt_tokens is not None and error.n_ctx is not None:
             body.update(n_prompt_tokens=error.n_prompt_tokens, n_ctx=error.n_ctx)
     return {"error": body}
+
+
+def llama_error(error: MlxcelError) -> tuple[dict[str, Any], int]:
+    return llama_error_body(error), error.status
+
+
+LLAMA_ERROR_SHAPE = ErrorShape(LLAMA_NATIVE_PATHS, llama_error)
