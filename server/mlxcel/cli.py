@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -152,7 +153,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         server.should_exit = True
 
     engine.on_fatal = _fatal
-    server.run()
+    try:
+        server.run()
+    except SystemExit as failed:  # uvicorn's startup failure (e.g. an image model that fails)
+        # The engine thread may still be inside MLX loading the text model; finalizing the
+        # interpreter around it aborts the process ("terminate called ..."), so leave at once.
+        engine.stop()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(failed.code if isinstance(failed.code, int) else 1)
     if engine.state == "failed":
         print(f"mlxcel-server: model failed to load: {engine.load_error}", file=sys.stderr)
         sys.exit(1)
