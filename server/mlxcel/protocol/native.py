@@ -35,6 +35,7 @@ from ..generation import (
 from ..structured.user_grammar import user_grammar_factories
 from .chat import new_id
 from .llama_settings import ParamsView, params_body
+from .sampling_fields import logit_bias_count
 from .timings import draft_fields, llama_timings
 from .types import INT32_MAX, Int
 
@@ -86,13 +87,7 @@ class NativeCompletionRequest(BaseModel):
     reasoning_budget_tokens: Int | None = None
     reasoning_budget: Int | None = None
 
-    @field_validator("logit_bias", mode="before")
-    @classmethod
-    def _logit_bias_count(cls, value: Any) -> Any:
-        problem = limits.logit_bias_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    _logit_bias_count = field_validator("logit_bias", mode="before")(logit_bias_count)
 
 
 # -- translation --------------------------------------------------------------------------

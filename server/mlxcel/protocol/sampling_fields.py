@@ -15,6 +15,14 @@ from ..generation import LoopDetection, SamplingParams
 from .types import INT32_MAX, Int
 
 
+def logit_bias_count(value: Any) -> Any:
+    """``logit_bias`` is counted before its entries are validated (``--max-logit-bias``)."""
+    problem = limits.logit_bias_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class StreamOptions(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
     include_usage: bool | None = None
@@ -68,13 +76,7 @@ class OpenAISamplingFields(BaseModel):
     reasoning_budget: Int | None = None
     extra_body: dict[str, Any] | None = None
 
-    @field_validator("logit_bias", mode="before")
-    @classmethod
-    def _logit_bias_count(cls, value: Any) -> Any:
-        problem = limits.logit_bias_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    _logit_bias_count = field_validator("logit_bias", mode="before")(logit_bias_count)
 
     @field_validator("stop")
     @classmethod
