@@ -12,6 +12,7 @@ one of them once stalled, hung or crashed a server.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -58,7 +59,14 @@ class Outcome:
 def raw_json(value: Any, **literals: str) -> bytes:
     """``value`` as ASCII JSON (lone surrogates become ``\\udXXX`` escapes); each string
     ``"@name@"`` in it is replaced by the literal ``literals[name]`` (e.g. ``1e400``)."""
-    text = json.dumps(value, ensure_ascii=True)
+    # Tool schemas nested ~950 deep sit near Python's recursion limit, and how many frames are
+    # already on the stack depends on the caller (pytest's collection adds ~100).
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, 4 * previous))
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    finally:
+        sys.setrecursionlimit(previous)
     for name, literal in literals.items():
         text = text.replace(json.dumps(f"@{name}@"), literal)
     return text.encode("ascii")

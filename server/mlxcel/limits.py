@@ -40,6 +40,9 @@ class RequestLimits:
     # Entries of one logit_bias (OpenAI accepts at most 300): counted before the entries are
     # validated, which holds the interpreter lock (200,000 entries held it ~160 ms).
     max_logit_bias: int = _limit("max_logit_bias")
+    # Log probabilities one non-streamed /completion answer may hold (n_probs x tokens): each
+    # is kept until the answer is rendered, and n_probs may be the whole vocabulary.
+    max_logprob_entries: int = _limit("max_logprob_entries")
     # Characters one tokenizer call may take: tokenizing holds the interpreter lock for a
     # share of its time that grows with the text (about 0.1 s per MiB measured on 2 cores).
     max_tokenize_chars: int = _limit("max_tokenize_chars")
@@ -84,6 +87,17 @@ def logit_bias_problem(bias: object) -> str | None:
     if isinstance(bias, (dict, list)) and len(bias) > limit:
         return (f"logit_bias has {len(bias)} entries; at most {limit} are accepted "
                 "(--max-logit-bias)")
+    return None
+
+
+def logprob_entries_problem(n_probs: int, tokens: int) -> str | None:
+    """Why a non-streamed answer of ``tokens`` tokens with ``n_probs`` alternatives each would
+    hold more log probabilities than the active limit; None when it would not."""
+    limit = active().max_logprob_entries
+    if n_probs > 0 and n_probs * tokens > limit:
+        return (f"n_probs {n_probs} for up to {tokens} generated tokens would hold "
+                f"{n_probs * tokens} log probabilities; a non-streamed answer holds at most "
+                f"{limit} (--max-logprob-entries): lower n_probs or n_predict, or stream")
     return None
 
 

@@ -89,3 +89,16 @@ def test_refused_batches(target: Target) -> None:
     for variant in multi_prompt_batches(None, 16, 64):
         outcomes = hostile_run(target, [variant] * 6, parallel=6)
         assert {o.status for o in outcomes} <= {200, 503}
+
+
+def test_vocabulary_sized_n_probs(target: Target) -> None:
+    """n_probs at the vocabulary (2,048): for 60 tokens the answer (~10 MB of probabilities)
+    is rendered off the loop, one token at a time; for the whole context it is refused before
+    generation (the schemathesis fuzz found /health held for minutes by it)."""
+    native = {"prompt": "hi", "n_probs": 2048, "ignore_eos": True}
+    outcomes = hostile_run(target, [
+        HostileRequest("/completion, n_probs 2048 for 60 tokens", "llama-native", "/completion",
+                       raw_json({**native, "n_predict": 60})),
+        HostileRequest("/completion, n_probs 2048 for the context", "llama-native",
+                       "/completion", raw_json({**native, "n_predict": -1}))])
+    assert [o.status for o in outcomes] == [200, 400]

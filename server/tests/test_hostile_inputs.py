@@ -193,3 +193,24 @@ def test_too_many_native_logit_bias_entries_is_a_400(client: TestClient, bias: A
 def test_logit_bias_within_the_limit_is_served(client: TestClient) -> None:
     response = post(client, CHAT, raw_json(chat(logit_bias={str(i): -1 for i in range(1000)})))
     assert response.status_code == 200, response.text
+
+
+# -- n_probs: a non-streamed /completion answer keeps every token's alternatives until it is
+# rendered; at the vocabulary (2,048) for the whole context that was 8 million entries, which
+# held /health for minutes (the schemathesis fuzz found it) --------------------------------
+
+def test_n_probs_for_the_whole_context_is_a_400_before_generation(client: TestClient) -> None:
+    response = post(client, "/completion", raw_json({"prompt": "hi", "n_probs": 2048,
+                                                     "n_predict": -1, "ignore_eos": True}))
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and "--max-logprob-entries" in error["message"]
+
+
+def test_n_probs_within_the_limit_and_streams_are_served(client: TestClient) -> None:
+    body = {"prompt": "hi", "n_probs": 2048, "n_predict": 8, "ignore_eos": True}
+    answer = post(client, "/completion", raw_json(body)).json()
+    assert len(answer["completion_probabilities"]) == 8
+    assert all(len(p["top_logprobs"]) == 2048 for p in answer["completion_probabilities"])
+    streamed = post(client, "/completion", raw_json({**body, "n_predict": 100, "stream": True}))
+    assert streamed.status_code == 200 and streamed.text.count("completion_probabilities") == 100

@@ -65,7 +65,7 @@ FLAGS = {
     "--allowed-origins": "allowed_origins", "--allowed-hosts": "allowed_hosts",
     "--responses-store-max-bytes": "responses_store_max_bytes",
     "--adapter-dir": "adapter_dir", "--log-level": "log_level",
-    "--max-logit-bias": "max_logit_bias",
+    "--max-logit-bias": "max_logit_bias", "--max-logprob-entries": "max_logprob_entries",
 }
 
 # Every environment variable the server has read: (variable, value, dest, parsed value).

@@ -20,6 +20,7 @@ from mlxcel_conformance import spec
 from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.errors import SetupError, Severity
+from mlxcel_conformance.fuzz_bounds import clamp, fuzz_limits
 from mlxcel_conformance.surfaces import OPTIONAL_SURFACES, require_surface
 from mlxcel_conformance.target import Target
 
@@ -35,45 +36,6 @@ def _labels() -> list[Any]:
                                        extension="openapi")
         out.append(pytest.param(op.method, op.path, id=f"{op.method} {op.path}", marks=mark))
     return out
-
-
-def _fuzz_limits() -> dict[str, int]:
-    """Property -> fuzz maximum; -1 for properties marked ``x-mlxcel-fuzz-skip`` (left out of
-    generated bodies: they name server state, e.g. a stored response id)."""
-    limits: dict[str, int] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for name, prop in (node.get("properties") or {}).items():
-                if isinstance(prop, dict) and "x-mlxcel-fuzz-maximum" in prop:
-                    limits[name] = int(prop["x-mlxcel-fuzz-maximum"])
-                if isinstance(prop, dict) and prop.get("x-mlxcel-fuzz-skip"):
-                    limits[name] = -1
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec.load_spec())
-    return limits
-
-
-# Token-id arrays: ids outside the vocabulary are documented errors, not fuzz targets.
-_TOKEN_ARRAYS = ("prompt", "tokens", "input", "content")
-
-
-def _token_bounds() -> tuple[int, int]:
-    item = spec.load_spec()["components"]["schemas"]["PromptTokenId"]
-    return int(item["x-mlxcel-fuzz-minimum"]), int(item["x-mlxcel-fuzz-maximum"])
-
-
-def _clamp_ids(value: Any, low: int, high: int) -> Any:
-    if isinstance(value, list):
-        return [_clamp_ids(v, low, high) for v in value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return min(max(int(value), low), high)
-    return value
 
 
 _MEDIA_PARTS = ("image_url", "video_url", "input_audio", "input_image")
@@ -129,46 +91,6 @@ def _declared_choice(body: Any) -> None:
         text_format["schema"] = {}
 
 
-def _fuzz_floors() -> dict[str, int]:
-    """``x-mlxcel-fuzz-minimum`` on a property (e.g. ``n_predict``, whose -1 means "fill the
-    context"): values below it are raised before sending."""
-    floors: dict[str, int] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for name, prop in (node.get("properties") or {}).items():
-                if isinstance(prop, dict) and "x-mlxcel-fuzz-minimum" in prop:
-                    floors[name] = int(prop["x-mlxcel-fuzz-minimum"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec.load_spec())
-    return floors
-
-
-def _clamp(body: Any, limits: dict[str, int]) -> None:
-    if not isinstance(body, dict):
-        return
-    for name, limit in limits.items():
-        if limit < 0:
-            body.pop(name, None)
-            continue
-        value = body.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
-            body[name] = limit
-    for name, floor in _fuzz_floors().items():
-        value = body.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value < floor:
-            body[name] = floor
-    low, high = _token_bounds()
-    for name in _TOKEN_ARRAYS:
-        if isinstance(body.get(name), list):
-            body[name] = _clamp_ids(body[name], low, high)
-
-
 def _context_exceeded(response: Any) -> bool:
     """A 400 for a prompt over the context: OpenAI's `code`, or (Anthropic's shape has no code)
     an `invalid_request_error` whose message says so."""
@@ -197,7 +119,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
     operation = schema.find_operation_by_label(f"{method} {path}")
     if operation is None:
         raise SetupError(f"{method} {path} is not in the spec")
-    limits = _fuzz_limits()
+    limits = fuzz_limits()
     headers = target.auth_headers
 
     @hypothesis.settings(
@@ -210,7 +132,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
     )
     @hypothesis.given(case=operation.as_strategy())
     def fuzz(case: schemathesis.Case) -> None:
-        _clamp(case.body, limits)
+        clamp(case.body, limits)
         _text_only(case.body)
         _declared_choice(case.body)
         response = case.call(headers=headers)

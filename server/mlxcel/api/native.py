@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from ..engine.handle import RequestHandle
 from ..errors import ServerError
@@ -20,9 +20,11 @@ from ..protocol.llama_errors import LLAMA_ERROR_SHAPE
 from ..protocol.native import (
     NativeCompletionRequest,
     NativeRun,
+    check_logprob_entries,
     generation_settings,
     to_generation_requests,
 )
+from ..protocol.native_probs import encode_final
 from ..sse import data_event, sse_response
 from .generation import _watch_disconnect, stream_events
 from .offload import off_loop, parse_request
@@ -48,12 +50,14 @@ async def run_native(request: Request, state: AppState, body: NativeCompletionRe
                      gens: list[Any]) -> Response:
     """Submit every prompt and answer in llama-server's shape (array for several prompts)."""
     model = state.require_model()
+    check_logprob_entries([] if body.stream else gens, model.context_size)
     prompts = await off_loop(lambda: [model.decode(list(g.prompt_tokens)) for g in gens])
     # All prompts are admitted together or none is (a 503 leaves nothing queued). The
     # reference: streaming native /completion requests do not record in the metrics.
     handles = state.engine.submit_all(gens, request_priority(request),
                                       count_in_metrics=not body.stream)
-    runs = [NativeRun(index, gen) for index, gen in enumerate(gens)]
+    runs = [NativeRun(index, gen, keep_logprobs=not body.stream)
+            for index, gen in enumerate(gens)]
     renderer = _FinalRenderer(state, body, prompts)
     if body.stream:
         return sse_response(_stream(handles, runs, renderer))
@@ -63,8 +67,7 @@ async def run_native(request: Request, state: AppState, body: NativeCompletionRe
     finally:
         for handle in handles:
             handle.cancel()  # the client left, or one prompt failed: drop the rest
-    finals = [renderer(run, streamed=False) for run in runs]
-    return JSONResponse(finals[0] if len(finals) == 1 else finals)
+    return Response(content=await off_loop(renderer.encode, runs), media_type="application/json")
 
 
 class _FinalRenderer:
@@ -77,6 +80,13 @@ class _FinalRenderer:
                                        model.context_size)
         return run.final(self.state.model_name, self.prompts[run.index], settings,
                          streamed=streamed, return_tokens=bool(self.body.return_tokens))
+
+    def encode(self, runs: list[NativeRun]) -> bytes:
+        """The non-streamed answer: one final object, or an array of them for several
+        prompts (run off the loop: it grows with n_probs)."""
+        finals = [encode_final(self(run, streamed=False), run.probabilities(streamed=False))
+                  for run in runs]
+        return (finals[0] if len(finals) == 1 else f"[{','.join(finals)}]").encode("utf-8")
 
 
 async def _collect(request: Request, handle: RequestHandle, run: NativeRun) -> None:

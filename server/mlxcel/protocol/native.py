@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ from ..generation import (
 from ..structured.user_grammar import user_grammar_factories
 from .chat import new_id
 from .llama_settings import ParamsView, params_body
+from .native_probs import completion_probabilities
 from .sampling_fields import logit_bias_count
 from .timings import draft_fields, llama_timings
 from .types import INT32_MAX, Int
@@ -356,7 +358,10 @@ class NativeRun:
     ended_at: float | None = None
     text: list[str] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
-    probabilities: list[dict[str, Any]] = field(default_factory=list)
+    # The engine's log probabilities, kept for a non-streamed answer only (a stream sends
+    # each with its chunk); rendered to JSON once, off the event loop (``encode_final``).
+    keep_logprobs: bool = True
+    logprobs: list[TokenLogprob] = field(default_factory=list)
     finished: Finished | None = None
 
     def feed(self, event: EngineEvent) -> None:
@@ -366,7 +371,8 @@ class NativeRun:
                 self.first_token_at = now
             self.text.append(event.text)
             self.tokens.extend(event.token_ids)
-            self.probabilities.extend(completion_probabilities(event.logprobs))
+            if self.keep_logprobs and self.gen.logprobs:
+                self.logprobs.extend(event.logprobs)
         else:
             self.finished = event
             self.ended_at = now
@@ -445,20 +451,22 @@ class NativeRun:
             "stopping_word": self.finished.stop_string or "",
             "tokens_cached": self.finished.cached_tokens,
             "timings": self.timings(),
-            **({"completion_probabilities": self.probabilities}
-               if self.gen.logprobs and not streamed else {}),
         }
 
+    def probabilities(self, streamed: bool) -> list[TokenLogprob] | None:
+        """What the final answer's ``completion_probabilities`` holds (None: no such key)."""
+        return self.logprobs if self.gen.logprobs and not streamed else None
 
-def completion_probabilities(items: tuple[TokenLogprob, ...]) -> list[dict[str, Any]]:
-    """llama-server's ``completion_probabilities``: per generated token its id, text, bytes
-    and log probability, with the ``n_probs`` most likely tokens at that step."""
-    return [
-        {"id": lp.token_id, "token": lp.token, "bytes": list(lp.bytes), "logprob": lp.logprob,
-         "top_logprobs": [{"id": t.token_id, "token": t.token, "bytes": list(t.bytes),
-                           "logprob": t.logprob} for t in lp.top]}
-        for lp in items
-    ]
+
+def check_logprob_entries(gens: Sequence[GenerationRequest], context_size: int) -> None:
+    """400 when a non-streamed answer would hold more log probabilities than the limit:
+    ``n_probs`` for each token a prompt may generate (``n_predict``, or what is left of the
+    context)."""
+    for gen in gens:
+        room = max(0, context_size - len(gen.prompt_tokens))
+        problem = limits.logprob_entries_problem(gen.top_logprobs, min(gen.max_tokens, room))
+        if problem is not None:
+            raise InvalidRequestError(problem + ".", param="n_probs")
 
 
 def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest,

@@ -31,6 +31,9 @@ LIMIT_OPTIONS: tuple[Option[object], ...] = (
            "cuts them", 1),
     _limit("max_logit_bias", 4096, "most logit_bias entries per request; more is 400 before "
            "they are validated", 0),
+    _limit("max_logprob_entries", 131_072, "most log probabilities one non-streamed /completion "
+           "answer may hold (n_probs x the tokens it may generate, per prompt); more is 400 "
+           "before generation (a stream is not bounded)", 0),
     _limit("max_tokenize_chars", MIB, "longest text tokenized at once (a prompt, a message "
            "list as rendered, /tokenize content); longer is 400 context_length_exceeded", 1),
     _limit("max_schema_depth", 32, "deepest nesting of a tool or response_format JSON schema",

@@ -1,0 +1,97 @@
+"""The bounds the suite's schemathesis run puts on generated bodies, read from the spec.
+
+``x-mlxcel-fuzz-maximum`` / ``x-mlxcel-fuzz-minimum`` on a property (``max_tokens``,
+``n_probs``...) keep generation requests short; ``x-mlxcel-fuzz-skip`` leaves a property out
+(it names server state); token-id arrays stay inside the fixture's vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard
+
+from . import spec
+
+
+def fuzz_limits() -> dict[str, int]:
+    """Property -> fuzz maximum; -1 for properties marked ``x-mlxcel-fuzz-skip`` (left out of
+    generated bodies: they name server state, e.g. a stored response id)."""
+    limits: dict[str, int] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for name, prop in (node.get("properties") or {}).items():
+                if isinstance(prop, dict) and "x-mlxcel-fuzz-maximum" in prop:
+                    limits[name] = int(prop["x-mlxcel-fuzz-maximum"])
+                if isinstance(prop, dict) and prop.get("x-mlxcel-fuzz-skip"):
+                    limits[name] = -1
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec.load_spec())
+    return limits
+
+
+# Token-id arrays: ids outside the vocabulary are documented errors, not fuzz targets.
+_TOKEN_ARRAYS = ("prompt", "tokens", "input", "content")
+
+
+def _token_bounds() -> tuple[int, int]:
+    item = spec.load_spec()["components"]["schemas"]["PromptTokenId"]
+    return int(item["x-mlxcel-fuzz-minimum"]), int(item["x-mlxcel-fuzz-maximum"])
+
+
+def _clamp_ids(value: Any, low: int, high: int) -> Any:
+    if isinstance(value, list):
+        return [_clamp_ids(v, low, high) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return min(max(int(value), low), high)
+    return value
+
+
+def fuzz_floors() -> dict[str, int]:
+    """``x-mlxcel-fuzz-minimum`` on a property (e.g. ``n_predict``, whose -1 means "fill the
+    context"): values below it are raised before sending."""
+    floors: dict[str, int] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for name, prop in (node.get("properties") or {}).items():
+                if isinstance(prop, dict) and "x-mlxcel-fuzz-minimum" in prop:
+                    floors[name] = int(prop["x-mlxcel-fuzz-minimum"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec.load_spec())
+    return floors
+
+
+def _number(value: Any) -> TypeGuard[int | float]:
+    # JSON Schema's integers include 5861.0, and schemathesis generates such floats for an
+    # integer property: they are bounded like any other value of it.
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def clamp(body: Any, limits: dict[str, int]) -> None:
+    if not isinstance(body, dict):
+        return
+    for name, limit in limits.items():
+        if limit < 0:
+            body.pop(name, None)
+            continue
+        value = body.get(name)
+        if _number(value) and value > limit:
+            body[name] = limit
+    for name, floor in fuzz_floors().items():
+        value = body.get(name)
+        if _number(value) and value < floor:
+            body[name] = floor
+    low, high = _token_bounds()
+    for name in _TOKEN_ARRAYS:
+        if isinstance(body.get(name), list):
+            body[name] = _clamp_ids(body[name], low, high)
