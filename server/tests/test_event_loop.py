@@ -102,3 +102,14 @@ def test_vocabulary_sized_n_probs(target: Target) -> None:
         HostileRequest("/completion, n_probs 2048 for the context", "llama-native",
                        "/completion", raw_json({**native, "n_predict": -1}))])
     assert [o.status for o in outcomes] == [200, 400]
+
+
+def test_a_large_body_of_escapes_and_commas(target: Target) -> None:
+    """A body whose strings hold more commas than --max-json-values is counted again outside
+    its strings; that scan once was one regular expression over the whole body (a second for
+    24 MiB of escapes, with the interpreter lock held) and now runs in slices."""
+    content = '\\" x,' * 1_000_000  # ~6 MiB: 4 million commas inside one string
+    body = raw_json({"messages": [{"role": "user", "content": content}], "max_tokens": 1})
+    outcomes = hostile_run(target, [HostileRequest("chat, 6 MiB of escapes and commas", "chat",
+                                                   "/v1/chat/completions", body)])
+    assert outcomes[0].status == 400
