@@ -6,7 +6,7 @@ import pytest
 
 from mlxcel.errors import InvalidRequestError
 from mlxcel.protocol.anthropic import MessagesRequest, chat_tools, template_messages
-from mlxcel.protocol.responses_input import input_messages
+from mlxcel.protocol.responses_input import input_messages, output_messages
 
 
 def test_items_become_messages_with_tool_turns() -> None:
@@ -77,3 +77,14 @@ def test_anthropic_blocks_map_to_tool_turns() -> None:
     assert messages[2]["tool_calls"][0]["function"]["arguments"] == {"city": "P"}
     tools = chat_tools(request)
     assert tools is not None and [t["function"]["name"] for t in tools] == ["w"]
+
+
+def test_own_output_with_arguments_cut_by_max_output_tokens_is_kept_as_text() -> None:
+    """A streamed response whose function call was cut by max_output_tokens: storing it once
+    raised on the arguments (not JSON) after the last event, and the stream broke (the suite's
+    schemathesis run found it)."""
+    cut = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a": "b'}
+    history = output_messages([cut])
+    assert history[0]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"a": "b'}
+    with pytest.raises(InvalidRequestError):  # from a client it is still a 400
+        input_messages([cut])

@@ -78,14 +78,18 @@ def _message(item: dict[str, Any], param: str) -> dict[str, Any]:
     return {"role": "system" if role == "developer" else role, "content": text}
 
 
-def _function_call(item: dict[str, Any], param: str) -> dict[str, Any]:
+def _function_call(item: dict[str, Any], param: str, own: bool = False) -> dict[str, Any]:
+    """A function call of the input; ``own``: of this server's output, whose arguments may be
+    cut by ``max_output_tokens`` (not JSON, kept as their text) and are no client's fault."""
     call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
     if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
         raise _bad(f"{param}: a function_call needs string call_id, name and arguments.", param)
     try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
+        parsed: Any = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
-        raise _bad(f"{param}.arguments is not valid JSON.", f"{param}.arguments") from None
+        if not own:
+            raise _bad(f"{param}.arguments is not valid JSON.", f"{param}.arguments") from None
+        parsed = arguments
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": parsed}}
 
 
@@ -145,7 +149,7 @@ def input_messages(items: str | list[Any], param: str = "input") -> list[dict[st
     return _convert(items, param)
 
 
-def _convert(items: list[Any], param: str) -> list[dict[str, Any]]:
+def _convert(items: list[Any], param: str, own: bool = False) -> list[dict[str, Any]]:
     builder = _Builder()
     for i, item in enumerate(items):
         where = f"{param}.{i}"
@@ -155,7 +159,7 @@ def _convert(items: list[Any], param: str) -> list[dict[str, Any]]:
         if kind == "message":
             builder.add(_message(item, where))
         elif kind == "function_call":
-            builder.assistant_turn()["tool_calls"].append(_function_call(item, where))
+            builder.assistant_turn()["tool_calls"].append(_function_call(item, where, own))
         elif kind == "function_call_output":
             builder.add(_function_output(item, where))
         elif kind == "reasoning":
@@ -168,5 +172,8 @@ def _convert(items: list[Any], param: str) -> list[dict[str, Any]]:
 
 
 def output_messages(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The assistant turn a response's output items amount to, for the next request."""
-    return input_messages([item for item in output if item.get("type") != "compaction"])
+    """The assistant turn a response's output items amount to, for the next request (a
+    function call cut by ``max_output_tokens`` keeps its arguments as text: storing a response
+    once failed on it, and broke its stream after the last event)."""
+    return _convert([item for item in output if item.get("type") != "compaction"], "output",
+                    own=True)
