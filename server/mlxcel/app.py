@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
-from . import __version__, api, limits
+from . import __version__, api, families, limits
 from .api.auth import ApiKeyMiddleware
 from .api.guard import GuardSettings, RequestGuard
 from .api.handlers import install_error_handlers
@@ -30,8 +30,13 @@ def family_routers() -> list[APIRouter]:
     by name, so adding a family never edits this file. A module's ``error_shape`` (its family's
     error body on the paths it claims) is registered on the way."""
     routers = []
-    for info in sorted(pkgutil.iter_modules(api.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{api.__name__}.{info.name}")
+    packages = [api] + [importlib.import_module(f"{families.__name__}.{info.name}")
+                        for info in sorted(pkgutil.iter_modules(families.__path__),
+                                           key=lambda m: m.name)]
+    modules = [f"{package.__name__}.{info.name}" for package in packages
+               for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)]
+    for name in modules:
+        module = importlib.import_module(name)
         shape = getattr(module, "error_shape", None)
         if isinstance(shape, ErrorShape):
             register_error_shape(shape)

@@ -20,8 +20,8 @@ from mlxcel.engine.dry import (
 )
 from mlxcel.engine.model import LoadedModel
 from mlxcel.engine.penalties import build_logits_processors
+from mlxcel.families.llama.models import NativeCompletionRequest, native_sampling
 from mlxcel.generation import SamplingParams
-from mlxcel.protocol.native import NativeCompletionRequest, native_sampling
 from mlxcel.protocol.sampling_fields import OpenAISamplingFields
 
 
