@@ -12,11 +12,11 @@ from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, TokenDelta, TokenLogprob
+from ...protocol.completion_fields import finish_reason_of, new_id
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int
 from ...structured.response_format import is_constraining, response_format_factories
 from ...structured.user_grammar import extra_grammar_factories
-from ..openai_chat.models import finish_reason_of, new_id
 
 PromptField = str | list[str] | list[Int] | list[list[Int]]
 

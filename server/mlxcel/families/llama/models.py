@@ -32,11 +32,11 @@ from ...generation import (
     TokenDelta,
     TokenLogprob,
 )
+from ...protocol.completion_fields import new_id
 from ...protocol.sampling_fields import logit_bias_count
 from ...protocol.timings import draft_fields, llama_timings
 from ...protocol.types import INT32_MAX, Int
 from ...structured.user_grammar import user_grammar_factories
-from ..openai_chat.models import new_id
 from .settings import ParamsView, params_body
 
 # llama-server's JSON-object prompt: {"prompt_string": ..., "multimodal_data": [...]}.

@@ -8,7 +8,6 @@ instruction, then the template.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +30,7 @@ from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, LogitsProcessorFactory
+from ...protocol.completion_fields import new_id
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int
 from ...structured.response_format import is_constraining, response_format_factories
@@ -231,10 +231,6 @@ def to_chat_setup(
     return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
 
 
-def new_id(prefix: str) -> str:
-    return prefix + uuid.uuid4().hex[:24]
-
-
 def usage_of(finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:
     """Chat usage with the details OpenAI's API always sends (zeros where nothing applies:
     no audio, no predicted outputs)."""
@@ -248,7 +244,3 @@ def usage_of(finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:
             "audio_tokens": 0, "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0},
     }
-
-
-def finish_reason_of(finished: Finished) -> str:
-    return "length" if finished.reason == "length" else "stop"
