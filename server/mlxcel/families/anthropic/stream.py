@@ -1,5 +1,5 @@
 """Driving one streamed Anthropic message: engine events through the output parser, its
-pieces through the family's encoder (``protocol/anthropic_stream.py``), SSE out."""
+pieces through the family's encoder (``pieces.py``), SSE out."""
 
 from __future__ import annotations
 

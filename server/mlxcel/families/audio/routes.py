@@ -4,8 +4,8 @@ Whisper and Kokoro run in an audio-only server process (``--audio-model``): the 
 lifespan loads the checkpoint at startup (a failed load stops the server) and keeps the
 single-worker ``AudioService`` in ``services.audio``. A Whisper server transcribes and
 translates multipart uploads of WAV audio up to 25 MiB (here); a Kokoro server speaks
-(``api/speech.py``). Each answers the other kind's routes with 501 ``not_implemented`` naming
-the checkpoint they need, and a server without an audio model answers every audio route with
+(``speech.py``). Each answers the other kind's routes with 501 ``not_implemented`` naming the
+checkpoint they need, and a server without an audio model answers every audio route with
 501 naming the flag that enables it.
 """
 

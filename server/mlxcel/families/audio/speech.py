@@ -4,7 +4,7 @@ audio-only server.
 The body is JSON (another Content-Type is 415). It is validated before the worker is asked, so
 a bad request never waits in the queue; G2P and synthesis then run on the audio worker (503
 when its queue is full, 504 past ``--audio-timeout``), and the audio is encoded off the event
-loop. Other servers answer 501 (``api/audio.py`` words it).
+loop. Other servers answer 501 (``routes.py`` words it).
 """
 
 from __future__ import annotations

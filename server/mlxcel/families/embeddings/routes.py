@@ -2,7 +2,7 @@
 
 The router's lifespan loads the encoder models named by ``--embedding-model`` and
 ``--rerank-model`` at startup (a failed load stops the server) and keeps them on
-the app's ``services.encoders`` for this module and ``api/rerank.py``.
+the app's ``services.encoders`` for this module and ``rerank.py``.
 """
 
 from __future__ import annotations

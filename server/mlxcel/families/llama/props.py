@@ -1,5 +1,5 @@
 """GET /props: the server's default generation settings and properties, in the shape
-llama-server's README documents (``protocol/llama_settings.py``)."""
+llama-server's README documents (``settings.py``)."""
 
 from __future__ import annotations
 

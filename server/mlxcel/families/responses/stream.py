@@ -1,5 +1,5 @@
 """Driving one streamed response: engine events through the output parser, its pieces
-through the family's encoder (``protocol/responses_stream.py``), SSE out; the finished
+through the family's encoder (``pieces.py``), SSE out; the finished
 response is stored."""
 
 from __future__ import annotations
