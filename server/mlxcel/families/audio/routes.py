@@ -31,7 +31,6 @@ from .models import parse_audio_form, render_audio
 
 log = logging.getLogger("mlxcel.audio")
 AUDIO_FLAG = "--audio-model (or MLXCEL_AUDIO_MODEL)"
-AUDIO_ROUTES = ("speech", "transcriptions", "translations")
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 # Room for the form's other fields and boundaries around a file at the limit.
 _FORM_OVERHEAD = 1024 * 1024
