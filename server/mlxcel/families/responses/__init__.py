@@ -1,5 +1,5 @@
-"""OpenAI Responses: ``/v1/responses`` (create, retrieve, delete, input items, cancel), its
-``input_tokens`` count and ``/v1/responses/compact``, with the stored-response chain."""
+"""OpenAI Responses: ``/v1/responses`` (create, retrieve, delete, cancel), its ``input_tokens``
+count and ``/v1/responses/compact``, with the stored-response chain."""
 
 from __future__ import annotations
 
