@@ -18,12 +18,17 @@ PACKAGES = {"mlxcel": ROOT / "server" / "mlxcel",
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 # each contract, and a module that breaks it: (file planted in the copy, its one import)
 PLANTS = {
-    "engine-below-http": ("mlxcel/engine/_planted.py", "from mlxcel.api import chat"),
+    "engine-below-http": ("mlxcel/engine/_planted.py",
+                          "from mlxcel.families.openai_chat import routes"),
     "chat-structured-below-http": ("mlxcel/structured/_planted.py",
-                                   "from mlxcel.api import chat"),
+                                   "from mlxcel.families.llama import models"),
     "suite-alone": ("mlxcel_conformance/_planted.py", "from mlxcel.bundled import DEFAULT_FIXTURE"),
     "chat-structured-above-engine": ("mlxcel/chat/_planted.py", "from mlxcel.engine import stops"),
     "generation-neutral": ("mlxcel/generation/_planted.py", "import fastapi"),
+    "families-independent": ("mlxcel/families/completions/_planted.py",
+                             "from mlxcel.families.openai_chat import models"),
+    "shared-below-families": ("mlxcel/audio/_planted.py",
+                              "from mlxcel.families.audio import routes"),
 }
 
 

@@ -1,4 +1,5 @@
-"""The FastAPI application: routers of each family, auth, one error handler, engine lifecycle."""
+"""The FastAPI application: the server's own routes and every installed API family
+(``families/``), auth, one error handler, engine lifecycle."""
 
 from __future__ import annotations
 
@@ -18,27 +19,31 @@ from .api.state import AppState
 from .audio.gate import AudioOnlyGate
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
-from .error_shapes import ErrorShape
 from .error_shapes import register as register_error_shape
+from .families import Family, installed
 from .http_server import install_accept_error_limiter
 from .memory import trim_after_large_bodies
 from .observability import engine_registry
 
 
-def family_routers() -> list[APIRouter]:
-    """Every ``router`` defined by a module of ``mlxcel.api``: one module per API family, found
-    by name, so adding a family never edits this file. A module's ``error_shape`` (its family's
-    error body on the paths it claims) is registered on the way."""
+def server_routers() -> list[APIRouter]:
+    """The server's own routes (health, models, metrics, cache): every ``router`` defined by a
+    module of ``mlxcel.api``."""
     routers = []
     for info in sorted(pkgutil.iter_modules(api.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{api.__name__}.{info.name}")
-        shape = getattr(module, "error_shape", None)
-        if isinstance(shape, ErrorShape):
-            register_error_shape(shape)
-        router = getattr(module, "router", None)
+        router = getattr(importlib.import_module(f"{api.__name__}.{info.name}"), "router", None)
         if isinstance(router, APIRouter):
             routers.append(router)
     return routers
+
+
+def mount_families() -> list[Family]:
+    """Every installed family, its error shape registered (once per process)."""
+    found = installed()
+    for family in found:
+        if family.error_shape is not None:
+            register_error_shape(family.error_shape)
+    return found
 
 
 def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
@@ -71,11 +76,15 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
     if config.metrics:
         state.services.metrics = engine_registry(engine)
     app.state.mlxcel = state
-    for router in family_routers():
+    families = mount_families()
+    for router in server_routers() + [r for family in families for r in family.routers]:
         app.include_router(router)
     install_error_handlers(app)
     if config.audio_model:
-        app.add_middleware(AudioOnlyGate, model_name=app.state.mlxcel.model_name)
+        served = frozenset().union(*(family.text_model_free for family in families))
+        needs = {path: need for family in families for path, need in family.needs.items()}
+        app.add_middleware(AudioOnlyGate, model_name=state.model_name, served=served,
+                           needs=needs)
     if config.api_key:
         app.add_middleware(ApiKeyMiddleware, api_key=config.api_key)
     app.add_middleware(RequestGuard, settings=GuardSettings.of(config))  # outermost: first

@@ -1,8 +1,8 @@
 """Which error shape a route answers in. An API family that answers errors in its own shape
 (Anthropic's on ``/v1/messages``, llama-server's on its native routes) declares an
-``ErrorShape`` beside its router; the app registers them, and the one error renderer
-(``api/handlers.py``) asks this registry, never naming a family. A route no family claims
-answers in OpenAI's shape."""
+``ErrorShape`` in its ``Family`` (``families/``); the app registers them, and the one error
+renderer (``api/handlers.py``) asks this registry, never naming a family. A route no family
+claims answers in OpenAI's shape."""
 
 from __future__ import annotations
 

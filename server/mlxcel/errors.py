@@ -163,8 +163,8 @@ class ServerBusy(MlxcelError):
 
 
 class QueueFull(ServerBusy):
-    """Admission control refused the request: the prefill queue is full (Anthropic's routes
-    say 529 ``overloaded_error``: protocol/anthropic_errors.py)."""
+    """Admission control refused the request: the prefill queue is full (a family's error
+    shape may answer it with its own status: Anthropic's routes say 529)."""
 
 
 class ModelLoading(ServerBusy):

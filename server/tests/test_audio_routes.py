@@ -189,7 +189,12 @@ def test_an_audio_only_server_answers_501_elsewhere(client: TestClient) -> None:
     assert "/v1/audio/transcriptions" in chat["message"] and "--audio-model" in chat["message"]
     speech = error_of(client.post("/v1/audio/speech", json={"input": "hi"}), 501)
     assert "Kokoro" in speech["message"] and "--audio-model" in speech["message"]
-    assert error_of(client.get("/v1/realtime"), 501)["type"] == "not_implemented"
+    realtime = error_of(client.get("/v1/realtime"), 501)
+    assert realtime["type"] == "not_implemented"
+    assert realtime["message"].endswith("needs a Nemotron VoiceChat checkpoint.")  # its need
+    # a family's route that answers for itself: the image route's own 501 names its flag
+    images = error_of(client.post("/v1/images/generations", json={"prompt": "x"}), 501)
+    assert "--image-model" in images["message"] and "audio-only" not in images["message"]
     assert client.get("/no/such/route").status_code == 404
     health = client.get("/health").json()
     assert health["status"] == "ok" and health["model"] == "whisper-tiny-random"

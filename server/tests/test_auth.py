@@ -15,7 +15,7 @@ from mlxcel.api.auth import presented_key
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
-from mlxcel.protocol.llama_errors import LLAMA_NATIVE_PATHS
+from mlxcel.families.llama.errors import LLAMA_NATIVE_PATHS
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from mlxcel.errors import InvalidRequestError, RequestTooLarge
+from mlxcel.families.completions.models import CompletionRequest
 from mlxcel.protocol.body import parse_body, parse_json_object, validate_model
-from mlxcel.protocol.completions import CompletionRequest
 from mlxcel.protocol.types import Int
 
 

@@ -12,7 +12,6 @@ from mlxcel.config import GenerationDefaults
 from mlxcel.engine.dry import (
     DryConfig,
     DryPenalty,
-    breakers_from_ids,
     breakers_from_strings,
     dry_config,
     dry_penalties,
@@ -20,9 +19,13 @@ from mlxcel.engine.dry import (
 )
 from mlxcel.engine.model import LoadedModel
 from mlxcel.engine.penalties import build_logits_processors
+from mlxcel.families.llama.models import NativeCompletionRequest, native_sampling
 from mlxcel.generation import SamplingParams
-from mlxcel.protocol.native import NativeCompletionRequest, native_sampling
 from mlxcel.protocol.sampling_fields import OpenAISamplingFields
+
+
+def breakers_from_ids(ids: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    return tuple((i,) for i in ids)
 
 
 def lengths(history: list[int], allowed: int = 2, breakers: tuple[int, ...] = ()) -> dict[int, int]:

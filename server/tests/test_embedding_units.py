@@ -9,8 +9,8 @@ from mlxcel.bundled import bundled_model_path
 from mlxcel.embedding.model import EncoderModel, load_encoder
 from mlxcel.embedding.pooling import normalize, pool
 from mlxcel.errors import ContextLengthExceeded, InvalidRequestError
-from mlxcel.protocol.embeddings import embed, input_token_lists
-from mlxcel.protocol.rerank import RerankRequest, ranked, rerank_body
+from mlxcel.families.embeddings.models import embed, input_token_lists
+from mlxcel.families.embeddings.rerank_models import RerankRequest, ranked, rerank_body
 
 STATES = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, -6.0]], dtype=np.float32)
 

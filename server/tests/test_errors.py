@@ -110,7 +110,7 @@ def test_model_loading_message() -> None:
 
 
 def test_only_a_full_queue_has_its_own_anthropic_status() -> None:
-    from mlxcel.protocol.anthropic_errors import anthropic_error, anthropic_status
+    from mlxcel.families.anthropic.errors import anthropic_error, anthropic_status
 
     assert anthropic_error(QueueFull("busy")) == (
         {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, 529)
@@ -120,10 +120,10 @@ def test_only_a_full_queue_has_its_own_anthropic_status() -> None:
 
 def test_error_shapes_are_chosen_by_path_and_claimed_once() -> None:
     from mlxcel import error_shapes
-    from mlxcel.app import family_routers
-    from mlxcel.protocol.anthropic_errors import ANTHROPIC_ERROR_SHAPE
+    from mlxcel.app import mount_families
+    from mlxcel.families.anthropic.errors import ANTHROPIC_ERROR_SHAPE
 
-    family_routers()  # registers every family's error shape
+    mount_families()  # registers every family's error shape
     error = QueueFull("busy")
     assert error_shapes.render_error(error, "/v1/messages")[1] == 529
     assert error_shapes.render_error(error, "/v1/chat/completions") == (error.to_openai(), 503)

@@ -20,9 +20,9 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.families.llama import models as native
 from mlxcel.limits import RequestLimits
 from mlxcel.observability import start_metrics_server
-from mlxcel.protocol import native
 from mlxcel.responses_store import StoredResponse, TTLStore, approx_bytes
 from mlxcel_conformance.target import free_port
 

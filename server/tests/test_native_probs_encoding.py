@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from mlxcel.families.llama.probs import completion_probabilities, encode_final
 from mlxcel.generation import TokenLogprob, TopLogprob
-from mlxcel.protocol.native_probs import completion_probabilities, encode_final
 
 
 def _token(i: int) -> TokenLogprob:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mlxcel.families.llama.models import stop_type_of
 from mlxcel.generation import Finished
-from mlxcel.protocol.native import stop_type_of
 
 
 @pytest.mark.parametrize(

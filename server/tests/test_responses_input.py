@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mlxcel.errors import InvalidRequestError
-from mlxcel.protocol.anthropic import MessagesRequest, chat_tools, template_messages
-from mlxcel.protocol.responses_input import input_messages, output_messages
+from mlxcel.families.anthropic.models import MessagesRequest, chat_tools, template_messages
+from mlxcel.families.responses.input import input_messages, output_messages
 
 
 def test_items_become_messages_with_tool_turns() -> None:

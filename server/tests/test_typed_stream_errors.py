@@ -7,15 +7,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mlxcel.api.messages_stream import stream_message
-from mlxcel.api.responses_stream import stream_response
 from mlxcel.chat.output import OutputSetup
 from mlxcel.engine.handle import RequestHandle
+from mlxcel.families.anthropic.models import message_shell
+from mlxcel.families.anthropic.stream import stream_message
+from mlxcel.families.anthropic.turn import MessagesTurn
+from mlxcel.families.responses.models import ResponsesRequest, response_body
+from mlxcel.families.responses.stream import stream_response
+from mlxcel.families.responses.turn import PreparedTurn
 from mlxcel.generation import Finished, GenerationRequest, TokenDelta
-from mlxcel.protocol.anthropic import message_shell
-from mlxcel.protocol.anthropic_turn import MessagesTurn
-from mlxcel.protocol.responses import ResponsesRequest, response_body
-from mlxcel.protocol.responses_turn import PreparedTurn
 from mlxcel.responses_store import make_stores
 from mlxcel_conformance.checks.anthropic_events import check_anthropic_stream
 from mlxcel_conformance.checks.responses_events import check_responses_stream

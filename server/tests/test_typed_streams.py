@@ -13,11 +13,11 @@ import pytest
 from mlxcel.chat.output import OutputSetup, read_output
 from mlxcel.chat.reasoning import HARMONY, THINK, ReasoningMarkers
 from mlxcel.chat.tool_formats import hermes
+from mlxcel.families.anthropic.events import AnthropicEventEncoder, empty_block
+from mlxcel.families.anthropic.pieces import AnthropicPieceEncoder
+from mlxcel.families.responses.events import ResponsesEventEncoder
+from mlxcel.families.responses.pieces import ResponsesPieceEncoder
 from mlxcel.generation.pieces import Piece
-from mlxcel.protocol.anthropic_events import AnthropicEventEncoder, empty_block
-from mlxcel.protocol.anthropic_stream import AnthropicPieceEncoder
-from mlxcel.protocol.responses_events import ResponsesEventEncoder
-from mlxcel.protocol.responses_stream import ResponsesPieceEncoder
 from mlxcel.sse import named_event
 from mlxcel_conformance.checks.anthropic_events import check_anthropic_stream
 from mlxcel_conformance.checks.responses_events import check_responses_stream

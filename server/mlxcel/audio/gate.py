@@ -1,9 +1,14 @@
 """The audio-only server's answer on every other route: 501 ``not_implemented`` naming what
 it serves (the reference's rule for a route without its model). A pure ASGI middleware, so the
 text routes need not know the server can run without a text model; unknown paths stay 404.
+
+Which routes answer for themselves, and what another route needs, each family declares
+(``families.Family``); the app hands them over, so this module names no family.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from starlette.responses import JSONResponse
 from starlette.routing import Match
@@ -13,40 +18,37 @@ from ..error_shapes import render_error
 from ..errors import NotImplementedRoute
 from .checkpoints import KINDS, AudioKind
 
-SERVED_PATHS = frozenset({
-    "/v1/audio/transcriptions", "/audio/transcriptions",
-    "/v1/audio/translations", "/audio/translations",
-    "/v1/audio/speech", "/audio/speech",  # its own 501 names what is missing
-    "/health", "/", "/v1/models",
-    # their own 501 names the flag that enables them
-    "/v1/images/generations", "/images/generations", "/v1/images/edits", "/images/edits",
-})
-# What a route would need, for routes served by another kind of server.
-ENABLERS = {"/v1/realtime": " GET /v1/realtime needs a Nemotron VoiceChat checkpoint."}
+# The server's own routes that answer without a text model.
+SERVER_PATHS = frozenset({"/health", "/", "/v1/models"})
 
 
-def audio_only_message(method: str, path: str, model_name: str, kind: AudioKind | None) -> str:
+def audio_only_message(method: str, path: str, model_name: str, kind: AudioKind | None,
+                       need: str = "") -> str:
     label, served = (kind.label, kind.served) if kind else ("audio", "the audio routes")
     return (
         f"{method} {path} is not served: this is an audio-only server that loaded the {label} "
         f"checkpoint {model_name}. It serves {served} (and the aliases without /v1), "
         "GET /v1/models and GET /health; start mlxcel-server without --audio-model for the "
         "text routes."
-        + ENABLERS.get(path, "")
+        + (f" {need}" if need else "")
     )
 
 
 class AudioOnlyGate:
-    def __init__(self, app: ASGIApp, model_name: str) -> None:
+    def __init__(self, app: ASGIApp, model_name: str, served: frozenset[str] = frozenset(),
+                 needs: Mapping[str, str] | None = None) -> None:
         self.app = app
         self.model_name = model_name
+        self.served = SERVER_PATHS | served
+        self.needs = dict(needs or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path in SERVED_PATHS or not self._is_route(scope):
+        if scope["type"] != "http" or path in self.served or not self._is_route(scope):
             await self.app(scope, receive, send)
             return
-        message = audio_only_message(scope["method"], path, self.model_name, self._kind(scope))
+        message = audio_only_message(scope["method"], path, self.model_name, self._kind(scope),
+                                     self.needs.get(path, ""))
         error = NotImplementedRoute(message)
         body, status = render_error(error, path)
         await JSONResponse(body, status_code=status)(scope, receive, send)

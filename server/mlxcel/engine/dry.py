@@ -60,10 +60,6 @@ def dry_config(params: SamplingParams) -> DryConfig:
     )
 
 
-def breakers_from_ids(ids: Iterable[int]) -> tuple[BreakerSequence, ...]:
-    return tuple((int(i),) for i in ids)
-
-
 def breakers_from_strings(
     strings: Iterable[str], pieces: Sequence[tuple[int, str]],
     encode: Callable[[str], list[int]],

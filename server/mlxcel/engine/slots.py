@@ -16,8 +16,6 @@ from .handle import RequestHandle
 from .loop_detection import tail_loops
 from .stops import StopMatcher
 
-SlotState = str  # "idle" | "decoding"
-
 
 class SequenceGuard:
     """Catches a failure inside one sequence's processors or sampler so that only that

@@ -10,7 +10,6 @@ from .. import limits as request_limits
 from ..errors import InvalidRequestError
 
 MAX_SCHEMA_BYTES = 64 * 1024
-MAX_SCHEMA_DEPTH = 32  # the default of --max-schema-depth
 MAX_SCHEMA_REFS = 64
 
 

@@ -1,0 +1,288 @@
+"""Anthropic Messages API: request model, content-block mapping to chat-template messages,
+tools and ``tool_choice``, and the message body.
+
+Mapping: ``system`` (string or text blocks) → a system message; user ``text`` blocks → user
+content, ``tool_result`` blocks → tool messages (before the user's text, as they answer the
+previous turn); assistant ``text`` → content, ``tool_use`` → tool calls, ``thinking`` → the
+turn's reasoning. ``image`` blocks (base64 or url source, also inside ``tool_result``) become
+neutral image parts (chat/multimodal.py): pixels on a vision model, a 400 naming the
+limitation on a text-only one.
+Tools without ``input_schema`` (server tools) are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ... import limits
+from ...chat.multimodal import image_part
+from ...errors import InvalidRequestError
+from ...generation import Finished
+from ...protocol.sampling_fields import OpenAISamplingFields
+from ...protocol.types import Int
+
+
+class AnthropicMessage(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    role: Literal["user", "assistant"]
+    content: str | list[dict[str, Any]]
+
+    @field_validator("content")
+    @classmethod
+    def _blocks(cls, value: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+        # Anthropic refuses an empty block list (an empty prefill is the empty string).
+        if isinstance(value, list) and not value:
+            raise ValueError("content must be a string or a non-empty array of content blocks")
+        return value
+
+
+class MessagesRequest(OpenAISamplingFields):
+    max_tokens: Int = Field(ge=1)  # required here
+    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    messages: list[AnthropicMessage] = Field(min_length=1)
+    system: str | list[dict[str, Any]] | None = None
+    stop_sequences: list[str] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+    thinking: dict[str, Any] | None = None
+
+    @property
+    def thinking_enabled(self) -> bool:
+        return (self.thinking or {}).get("type") in ("enabled", "adaptive")
+
+    def thinking_budget(self) -> int | None:
+        """``thinking: {"type": "enabled", "budget_tokens": N}`` is Anthropic's form of the
+        thinking budget; the OpenAI-side aliases apply when it is absent."""
+        thinking = self.thinking or {}
+        budget = thinking.get("budget_tokens")
+        if thinking.get("type") != "enabled" or budget is None:
+            return super().thinking_budget()
+        if isinstance(budget, float) and budget.is_integer():
+            budget = int(budget)  # JSON Schema's integer admits 3.0
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InvalidRequestError("thinking.budget_tokens must be a non-negative integer.",
+                                      param="thinking.budget_tokens")
+        return budget
+
+    def stop_strings(self) -> tuple[str, ...]:
+        return tuple(self.stop_sequences or ())
+
+    @field_validator("stop_sequences")
+    @classmethod
+    def _stop_bounds(cls, value: list[str] | None) -> list[str] | None:
+        problem = limits.stop_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class CountTokensRequest(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    model: str | None = None
+    messages: list[AnthropicMessage] = Field(min_length=1)
+    system: str | list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+
+
+def _bad(message: str, param: str) -> InvalidRequestError:
+    return InvalidRequestError(message, param=param)
+
+
+def _image_of(block: dict[str, Any], param: str) -> dict[str, Any]:
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "base64" and isinstance(source, dict):
+        media, data = source.get("media_type"), source.get("data")
+        if not isinstance(media, str) or not isinstance(data, str):
+            raise _bad(f"{param}.source: a base64 image needs string media_type and data.",
+                       f"{param}.source")
+        return image_part(f"data:{media};base64,{data}", param)
+    if kind == "url" and isinstance(source, dict):
+        return image_part(source.get("url"), param)
+    raise _bad(f"{param}.source.type must be base64 or url.", f"{param}.source")
+
+
+def _parts_of(blocks: str | list[Any], param: str, *, images: bool) -> list[dict[str, Any]]:
+    if isinstance(blocks, str):
+        return [{"type": "text", "text": blocks}]
+    return [_block_part(block, f"{param}.{i}", images) for i, block in enumerate(blocks)]
+
+
+def _block_part(block: Any, param: str, images: bool) -> dict[str, Any]:
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "text" and isinstance(block.get("text"), str):
+        return {"type": "text", "text": block["text"]}
+    if kind == "image" and images:
+        return _image_of(block, param)
+    raise _bad(f"{param}: unsupported content block type {kind!r}.", param)
+
+
+def _joined(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One text, or the parts list when an image is among them."""
+    if any(p["type"] != "text" for p in parts):
+        return parts
+    return "".join(p["text"] for p in parts)
+
+
+def _text_of(blocks: str | list[Any], param: str) -> str:
+    text = _joined(_parts_of(blocks, param, images=False))
+    assert isinstance(text, str)
+    return text
+
+
+def system_messages(system: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    if system is None:
+        return []
+    text = _text_of(system, "system")
+    return [{"role": "system", "content": text}] if text else []
+
+
+def _user_turn(content: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for i, block in enumerate(content):
+        where = f"{param}.{i}"
+        if block.get("type") == "tool_result":
+            if not isinstance(block.get("tool_use_id"), str):
+                raise _bad(f"{where}.tool_use_id must be a string.", f"{where}.tool_use_id")
+            inner = block.get("content") or ""
+            if not isinstance(inner, (str, list)):
+                raise _bad(f"{where}.content must be a string or an array of content blocks.",
+                           f"{where}.content")
+            result = _joined(_parts_of(inner, f"{where}.content", images=True))
+            results.append({"role": "tool", "tool_call_id": block["tool_use_id"],
+                            "content": result})
+        else:
+            parts.append(_block_part(block, where, True))
+    turn = [{"role": "user", "content": _joined(parts)}] if parts else []
+    return results + turn
+
+
+def _assistant_turn(content: list[dict[str, Any]], param: str) -> dict[str, Any]:
+    turn: dict[str, Any] = {"role": "assistant", "content": ""}
+    calls: list[dict[str, Any]] = []
+    for i, block in enumerate(content):
+        where, kind = f"{param}.{i}", block.get("type")
+        if kind == "tool_use":
+            if not isinstance(block.get("name"), str) or not isinstance(block.get("input"), dict):
+                raise _bad(f"{where}: tool_use needs a string name and an object input.", where)
+            calls.append({"id": block.get("id", ""), "type": "function",
+                          "function": {"name": block["name"], "arguments": block["input"]}})
+        elif kind == "thinking":
+            turn["reasoning_content"] = str(block.get("thinking", ""))
+        elif kind == "redacted_thinking":
+            continue
+        else:
+            turn["content"] += _text_of([block], param)
+    if calls:
+        turn["tool_calls"] = calls
+    return turn
+
+
+def template_messages(request: MessagesRequest | CountTokensRequest) -> list[dict[str, Any]]:
+    out = system_messages(request.system)
+    for i, message in enumerate(request.messages):
+        param = f"messages.{i}.content"
+        if isinstance(message.content, str):
+            out.append({"role": message.role, "content": message.content})
+        elif message.role == "user":
+            out.extend(_user_turn(message.content, param))
+        else:
+            out.append(_assistant_turn(message.content, param))
+    return out
+
+
+def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, Any]] | None:
+    """Client tools in the chat-template shape, narrowed by ``tool_choice``; server tools
+    (no ``input_schema``) are dropped: nothing here can run them."""
+    tools: list[dict[str, Any]] = []
+    for i, tool in enumerate(request.tools or []):
+        if "input_schema" not in tool:
+            continue
+        if not isinstance(tool.get("name"), str):
+            raise _bad(f"tools.{i}.name must be a string.", f"tools.{i}.name")
+        function: dict[str, Any] = {"name": tool["name"], "parameters": tool["input_schema"]}
+        if isinstance(tool.get("description"), str):
+            function["description"] = tool["description"]
+        tools.append({"type": "function", "function": function})
+    choice = request.tool_choice or {"type": "auto"}
+    kind = choice.get("type")
+    if kind == "none":
+        return None
+    if kind == "tool":
+        named = [t for t in tools if t["function"]["name"] == choice.get("name")]
+        if not named:
+            raise _bad(f"tool_choice names tool {choice.get('name')!r}, which is not in tools.",
+                       "tool_choice.name")
+        return named
+    if kind not in ("auto", "any"):
+        raise _bad("tool_choice.type must be one of auto, any, tool, none.", "tool_choice.type")
+    return tools or None
+
+
+def forced_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:
+    """Anthropic's ``any`` / ``tool`` in the chat ``tool_choice`` shape the forcing rules read."""
+    choice = request.tool_choice or {}
+    if choice.get("type") == "any":
+        return "required"
+    if choice.get("type") == "tool":
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    return None
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A call's arguments as Anthropic's ``input`` object. Arguments that are not a JSON object
+    (a call cut off by max_tokens) become ``{}``: ``input`` must always be an object."""
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def new_message_id() -> str:
+    return "msg_" + uuid.uuid4().hex[:24]
+
+
+def new_tool_use_id() -> str:
+    return "toolu_" + uuid.uuid4().hex[:24]
+
+
+def stop_reason(finished: Finished, has_calls: bool) -> tuple[str, str | None]:
+    """``(stop_reason, stop_sequence)``."""
+    if has_calls:
+        return "tool_use", None
+    if finished.reason == "length":
+        return "max_tokens", None
+    if finished.stop_string is not None:
+        return "stop_sequence", finished.stop_string
+    return "end_turn", None
+
+
+def usage_of(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """A message's ``usage`` with every key Anthropic's API sends, set to what it sends where
+    the value has no meaning here: no prompt caching on Anthropic's terms (zeros), the
+    ``standard`` tier, ``not_available`` geography, no server tools."""
+    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": output_tokens, "service_tier": "standard",
+            "inference_geo": "not_available", "server_tool_use": None}
+
+
+def delta_usage_of(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    """``message_delta``'s cumulative ``usage``, as Anthropic's API streams it."""
+    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0, "output_tokens": output_tokens}
+
+
+def message_shell(message_id: str, model_name: str, input_tokens: int) -> dict[str, Any]:
+    """The message as ``message_start`` announces it: no content, no stop reason yet."""
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model_name,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": usage_of(input_tokens, 0)}

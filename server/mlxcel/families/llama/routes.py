@@ -1,0 +1,133 @@
+"""POST /completion and its alias /completions: llama-server's native completion.
+
+``/infill`` reuses ``run_native`` once it has built its fill-in-the-middle prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from ...api.generation import _watch_disconnect, stream_events
+from ...api.offload import off_loop, parse_request
+from ...api.priority import request_priority
+from ...api.state import AppState, app_state
+from ...engine.handle import RequestHandle
+from ...errors import ServerError
+from ...generation import Finished, TokenDelta
+from ...sse import data_event, sse_response
+from .errors import LLAMA_ERROR_SHAPE
+from .models import (
+    NativeCompletionRequest,
+    NativeRun,
+    check_logprob_entries,
+    generation_settings,
+    to_generation_requests,
+)
+from .probs import encode_final
+
+router = APIRouter()
+# llama-server's native routes (here and in the modules beside this one) answer in its shape.
+error_shape = LLAMA_ERROR_SHAPE
+
+
+@router.post("/completion")
+@router.post("/completions")
+async def native_completion(request: Request) -> Response:
+    state = app_state(request)
+    body = await parse_request(request, NativeCompletionRequest)
+    model = state.require_model()
+    gens = await off_loop(to_generation_requests, body, model, state.config.defaults)
+    return await run_native(request, state, body, gens)
+
+
+async def run_native(request: Request, state: AppState, body: NativeCompletionRequest,
+                     gens: list[Any]) -> Response:
+    """Submit every prompt and answer in llama-server's shape (array for several prompts)."""
+    model = state.require_model()
+    check_logprob_entries([] if body.stream else gens, model.context_size)
+    prompts = await off_loop(lambda: [model.decode(list(g.prompt_tokens)) for g in gens])
+    # All prompts are admitted together or none is (a 503 leaves nothing queued). The
+    # reference: streaming native /completion requests do not record in the metrics.
+    handles = state.engine.submit_all(gens, request_priority(request),
+                                      count_in_metrics=not body.stream)
+    runs = [NativeRun(index, gen, keep_logprobs=not body.stream)
+            for index, gen in enumerate(gens)]
+    renderer = _FinalRenderer(state, body, prompts)
+    if body.stream:
+        return sse_response(_stream(handles, runs, renderer))
+    try:
+        for handle, run in zip(handles, runs, strict=True):
+            await _collect(request, handle, run)
+    finally:
+        for handle in handles:
+            handle.cancel()  # the client left, or one prompt failed: drop the rest
+    return Response(content=await off_loop(renderer.encode, runs), media_type="application/json")
+
+
+class _FinalRenderer:
+    def __init__(self, state: AppState, body: NativeCompletionRequest, prompts: list[str]):
+        self.state, self.body, self.prompts = state, body, prompts
+
+    def __call__(self, run: NativeRun, *, streamed: bool) -> dict[str, Any]:
+        model = self.state.require_model()
+        settings = generation_settings(self.body, run.gen, self.state.model_name,
+                                       model.context_size)
+        return run.final(self.state.model_name, self.prompts[run.index], settings,
+                         streamed=streamed, return_tokens=bool(self.body.return_tokens))
+
+    def encode(self, runs: list[NativeRun]) -> bytes:
+        """The non-streamed answer: one final object, or an array of them for several
+        prompts (run off the loop: it grows with n_probs)."""
+        finals = [encode_final(self(run, streamed=False), run.probabilities(streamed=False))
+                  for run in runs]
+        return (finals[0] if len(finals) == 1 else f"[{','.join(finals)}]").encode("utf-8")
+
+
+async def _collect(request: Request, handle: RequestHandle, run: NativeRun) -> None:
+    watcher = asyncio.create_task(_watch_disconnect(request, handle))
+    try:
+        async for event in handle.events():
+            run.feed(event)
+            if isinstance(event, Finished) and event.reason == "error":
+                raise ServerError(f"generation failed: {event.error}")
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    if run.finished is None:
+        raise ServerError("generation ended without a result")
+
+
+async def _stream(handles: list[RequestHandle], runs: list[NativeRun],
+                  renderer: _FinalRenderer) -> AsyncIterator[str]:
+    """Partials (``stop: false``) then one final object per prompt; no ``[DONE]``. With
+    ``return_progress``, a prompt-progress partial before the prompt is evaluated and one once
+    it is; with ``timings_per_token``, the timings so far on every partial."""
+    body = renderer.body
+    try:
+        for handle, run in zip(handles, runs, strict=True):
+            if body.return_progress:
+                yield data_event(run.progress())
+            async for event in stream_events(handle):
+                if body.return_progress and run.first_token_at is None \
+                        and isinstance(event, TokenDelta) and event.token_ids:
+                    yield data_event(run.progress(evaluated=True))
+                run.feed(event)
+                if not isinstance(event, Finished):
+                    yield data_event(run.partial(event, bool(body.timings_per_token)))
+                elif event.reason == "error":
+                    error = {"code": 500, "message": f"generation failed: {event.error}",
+                             "type": "server_error"}
+                    yield data_event({"error": error})
+                    return
+                else:
+                    yield data_event(renderer(run, streamed=True))
+    finally:
+        for handle in handles:
+            handle.cancel()

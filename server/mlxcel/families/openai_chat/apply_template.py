@@ -1,0 +1,53 @@
+"""POST /apply-template: the chat template applied to ``messages``, as text, without inference
+(llama-server's shape: ``{"prompt": "..."}``, generation prompt appended).
+
+``chat_template_kwargs`` are template variables, as on the chat route: a request cannot supply
+the template itself (``chat_template`` and the other reserved keys are dropped), so it cannot
+make the server render a gigabyte or loop for minutes. Rendering runs off the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from jinja2 import TemplateError
+
+from ...api.offload import json_response, parse_request
+from ...api.state import app_state
+from ...chat.template import template_variables
+from ...engine.model import LoadedModel
+from ...errors import InvalidRequestError
+from .models import ChatCompletionRequest, template_messages
+
+router = APIRouter()
+
+
+def _rendered(model: LoadedModel, body: ChatCompletionRequest) -> dict[str, Any]:
+    messages = template_messages(body)
+    if model.chat_template is None:
+        raise InvalidRequestError("The loaded model has no chat template.")
+    try:
+        text = model.tokenizer.apply_chat_template(
+            messages,
+            tools=body.tools or None,
+            add_generation_prompt=True,
+            tokenize=False,
+            **template_variables(body.chat_template_kwargs),
+        )
+    except (TemplateError, TypeError, ValueError, KeyError, AttributeError,
+            IndexError, OverflowError) as exc:
+        raise InvalidRequestError(
+            f"The chat template could not render the messages: {str(exc)[:200]}"
+        ) from None
+    if not isinstance(text, str):
+        raise InvalidRequestError("The chat template did not produce text.")
+    return {"prompt": text}
+
+
+@router.post("/apply-template")
+async def apply_template(request: Request) -> Response:
+    state = app_state(request)
+    body = await parse_request(request, ChatCompletionRequest)
+    return await json_response(_rendered, state.require_model(), body)

@@ -1,0 +1,246 @@
+"""OpenAI Chat Completions: the request model and its translation to a ``GenerationRequest``
+plus the ``ChatSetup`` that splits the output (rendering lives in ``chat_render.py``).
+
+Order of the translation: tool_choice rules (400s), constraints (forced call grammar or
+``response_format``), template kwargs, the rolling reasoning checkpoint, the tool_choice
+instruction, then the template.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ...chat.continuation import continued_field
+from ...chat.forced_choice import forced_call_factories
+from ...chat.multimodal import image_part
+from ...chat.output import OutputSetup
+from ...chat.reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
+from ...chat.stream_filter import ChatOutputParser
+from ...chat.template import render_chat
+from ...chat.template_kwargs import merged_kwargs, request_kwargs
+from ...chat.thinking import apply_rolling_checkpoint
+from ...chat.thinking_budget import budget_factory
+from ...chat.tool_calls import tool_format_of
+from ...chat.tool_choice import ToolPlan, place_instruction, plan_tools
+from ...chat.tool_formats.base import ToolFormat
+from ...config import GenerationDefaults
+from ...engine.model import LoadedModel
+from ...errors import InvalidRequestError
+from ...generation import Finished, GenerationRequest, LogitsProcessorFactory
+from ...protocol.completion_fields import new_id
+from ...protocol.sampling_fields import OpenAISamplingFields
+from ...protocol.types import Int
+from ...structured.response_format import is_constraining, response_format_factories
+from ...structured.user_grammar import extra_grammar_factories
+
+MEDIA_PART_TYPES = ("image_url", "input_image", "video_url", "input_audio")
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class ChatCompletionRequest(OpenAISamplingFields):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: Int | None = Field(default=None, ge=1)
+    # OpenAI's boolean (with top_logprobs) or mlx-lm's integer: that many top tokens, 1..10.
+    logprobs: bool | Int | None = None
+    top_logprobs: Int | None = Field(default=None, ge=0, le=20)
+    # mlx-lm's prompt prefixes for a model without a chat template.
+    role_mapping: dict[str, str] | None = None
+    tools: Any = None
+    tool_choice: Any = None
+    response_format: dict[str, Any] | None = None
+    chat_template_kwargs: Any = None
+
+    @field_validator("logprobs")
+    @classmethod
+    def _logprobs_range(cls, value: bool | int | None) -> bool | int | None:
+        if not isinstance(value, bool) and isinstance(value, int) and not 1 <= value <= 10:
+            raise ValueError("logprobs as an integer (top tokens) must be between 1 and 10")
+        return value
+
+    def wants_logprobs(self) -> bool:
+        return bool(self.logprobs)
+
+    def top_logprobs_count(self) -> int:
+        """mlx-lm's integer ``logprobs`` is the count itself (``top_logprobs`` then ignored);
+        OpenAI's ``logprobs: true`` takes ``top_logprobs`` (default 0)."""
+        if isinstance(self.logprobs, bool) or self.logprobs is None:
+            return (self.top_logprobs or 0) if self.logprobs else 0
+        return self.logprobs
+
+
+def _media_part(part: ContentPart, param: str) -> dict[str, Any]:
+    """A chat media part as the neutral part chat/multimodal.py reads."""
+    extra = part.model_extra or {}
+    if part.type in ("image_url", "input_image"):
+        value = extra.get(part.type)
+        url = value.get("url") if isinstance(value, dict) else value
+        return image_part(url, param)
+    if part.type == "video_url":
+        value = extra.get("video_url")
+        video = value if isinstance(value, dict) else {"url": value}
+        return {"type": "video", "param": param, "url": video.get("url"),
+                "fps": video.get("fps")}
+    return {"type": "audio", "param": param}
+
+
+def _flatten_content(index: int, message: ChatMessage) -> str | list[dict[str, Any]] | None:
+    """Text parts joined into one string; with media parts, the neutral parts list."""
+    if message.content is None or isinstance(message.content, str):
+        return message.content
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(message.content):
+        if part.type == "text" and part.text is not None:
+            parts.append({"type": "text", "text": part.text})
+        elif part.type in MEDIA_PART_TYPES:
+            parts.append(_media_part(part, f"messages.{index}.content.{j}"))
+        else:
+            raise InvalidRequestError(
+                f"messages[{index}] has an unsupported content part type {part.type!r}.",
+                param=f"messages.{index}.content",
+            )
+    if any(p["type"] != "text" for p in parts):
+        return parts
+    return "\n".join(p["text"] for p in parts)
+
+
+def template_messages(request: ChatCompletionRequest) -> list[dict[str, Any]]:
+    """Messages as plain dicts for the template; the request object itself is not modified."""
+    out: list[dict[str, Any]] = []
+    for i, msg in enumerate(request.messages):
+        content = _flatten_content(i, msg)
+        if content is None and not (msg.role == "assistant" and msg.tool_calls):
+            raise InvalidRequestError(
+                f"messages[{i}].content is required for role {msg.role!r}.",
+                param=f"messages.{i}.content",
+            )
+        item: dict[str, Any] = {
+            "role": "system" if msg.role == "developer" else msg.role,
+            "content": content or "",
+        }
+        for key in ("name", "tool_calls", "tool_call_id"):
+            value = getattr(msg, key)
+            if value is not None:
+                item[key] = value
+        extra = msg.model_extra or {}
+        if "reasoning_content" in extra:
+            item["reasoning_content"] = extra["reasoning_content"]
+        out.append(item)
+    return out
+
+
+@dataclass(frozen=True)
+class ChatSetup:
+    """Everything a chat generation needs beyond the ``GenerationRequest``: how to split the
+    output into answer, reasoning and tool calls."""
+
+    generation: GenerationRequest
+    tool_format: ToolFormat | None
+    tools: list[dict[str, Any]] | None
+    reasoning: ReasoningMarkers | None
+    starts_in_reasoning: bool
+    forced: bool = False  # tool_choice required or named
+
+    def new_parser(self) -> ChatOutputParser:
+        output = OutputSetup(self.tool_format, self.tools, self.reasoning,
+                             self.starts_in_reasoning)
+        return output.new_parser(self.generation.request_id)
+
+
+def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> dict[str, Any]:
+    # extra_body is a declared field (cache_prompt reads it too), so it is not in model_extra.
+    extra = {**(request.model_extra or {}), "extra_body": request.extra_body}
+    own = request_kwargs(request.chat_template_kwargs, extra)
+    return merged_kwargs(server, own)
+
+
+def _constraints(
+    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None,
+    max_tokens: int,
+) -> tuple[LogitsProcessorFactory, ...]:
+    if plan.required and is_constraining(request.response_format):
+        raise InvalidRequestError(
+            "A forced tool_choice cannot be combined with a constraining response_format.",
+            param="tool_choice",
+        )
+    other = "a forced tool_choice" if plan.required else \
+        "a constraining response_format" if is_constraining(request.response_format) else None
+    own = extra_grammar_factories(model, request.model_extra, other)
+    if own:
+        return own
+    if plan.required and plan.tools:
+        return forced_call_factories(model, fmt, plan.tools, max_tokens)
+    return response_format_factories(model, request.response_format)
+
+
+def to_chat_setup(
+    request: ChatCompletionRequest,
+    model: LoadedModel,
+    defaults: GenerationDefaults,
+    server_template_kwargs: dict[str, Any] | None = None,
+) -> ChatSetup:
+    request.check_n()
+    plan = plan_tools(request.tools, request.tool_choice)
+    fmt = tool_format_of(model) if plan.tools else None
+    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
+    factories = _constraints(request, model, plan, fmt, limit)
+    kwargs = _template_kwargs(request, server_template_kwargs or {})
+    markers = reasoning_markers(model)
+    messages = apply_rolling_checkpoint(
+        template_messages(request), markers, bool(kwargs.get("preserve_thinking"))
+    )
+    messages = place_instruction(messages, plan.instruction)
+    extra = request.model_extra or {}
+    continued = continued_field(extra.get("continue_final_message"),
+                                extra.get("add_generation_prompt"))
+    prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
+                         role_mapping=request.role_mapping, continue_final=continued)
+    sampling = request.sampling(defaults)
+    opens = prompt_opens_reasoning(prompt.text, markers)
+    budget = budget_factory(model, request.thinking_budget(), opens, markers)
+    if budget is not None:
+        factories = (budget, *factories)
+    generation = GenerationRequest(
+        prompt_tokens=tuple(prompt.tokens),
+        max_tokens=limit,
+        sampling=sampling,
+        stop=request.stop_strings(),
+        logprobs=request.wants_logprobs(),
+        top_logprobs=request.top_logprobs_count(),
+        ignore_eos=bool(request.ignore_eos),
+        logits_processor_factories=factories,
+        request_id=new_id("chatcmpl-"),
+        vision=prompt.vision,
+    )
+    return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
+
+
+def usage_of(finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:
+    """Chat usage with the details OpenAI's API always sends (zeros where nothing applies:
+    no audio, no predicted outputs)."""
+    return {
+        "prompt_tokens": finished.prompt_tokens,
+        "completion_tokens": finished.completion_tokens,
+        "total_tokens": finished.prompt_tokens + finished.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": finished.cached_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": min(reasoning_tokens, finished.completion_tokens),
+            "audio_tokens": 0, "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0},
+    }

@@ -1,0 +1,108 @@
+"""/v1/responses (and the aliases without /v1): create, retrieve, delete, cancel, count input
+tokens. Stores: the app's ``services.stores`` (``responses_store.ResponsesStores``)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from ...api.generation import collect
+from ...api.media_offload import prepare_prompt
+from ...api.offload import off_loop, parse_request
+from ...api.priority import request_priority
+from ...api.state import app_state
+from ...chat.output import read_output
+from ...errors import InvalidRequestError, NotFoundError
+from ...responses_store import ResponsesStores, StoredResponse
+from ...sse import sse_response
+from .compact_routes import apply_context_management
+from .models import (
+    ResponsesRequest,
+    finish_body,
+    output_items,
+    response_body,
+)
+from .stream import stream_response
+from .turn import generation_request, prepare, remember
+
+router = APIRouter()
+PREFIXES = ("/v1", "")
+
+
+def stores_of(request: Request) -> ResponsesStores:
+    return app_state(request).services.stores
+
+
+async def create_response(request: Request) -> Response:
+    state = app_state(request)
+    stores = stores_of(request)
+    body = await parse_request(request, ResponsesRequest)
+    model = state.require_model()
+    turn = await prepare_prompt(model, prepare, body, model, stores,
+                                state.config.defaults.n_predict)
+    compacted = await apply_context_management(request, state, model, turn)
+    gen = generation_request(turn, state.config.defaults, model.context_size)
+    handle = state.engine.submit(gen, request_priority(request))
+    skeleton = response_body(gen.request_id, body, state.model_name,
+                             sampling=(gen.sampling.temperature, gen.sampling.top_p))
+    if body.stream:
+        return sse_response(stream_response(handle, turn, skeleton, model, stores, compacted))
+    done = await collect(request, handle)
+    parsed = read_output(turn.output, done.text)
+    reasoning_tokens = len(model.encode(parsed.reasoning)) if parsed.reasoning else 0
+    output = output_items(parsed, done.finished)
+    if compacted is not None:
+        output.insert(0, compacted.item())
+    final = finish_body(skeleton, done.finished, output, reasoning_tokens)
+    await off_loop(remember, stores, turn, final)  # sizing what is stored walks it
+    return JSONResponse(final)
+
+
+def _stored(request: Request, response_id: str) -> StoredResponse:
+    stores = stores_of(request)
+    if not stores.responses.enabled:
+        raise InvalidRequestError(
+            "The response store is disabled on this server (--responses-store-max-entries 0).")
+    stored = stores.responses.get(response_id)
+    if stored is None:
+        raise NotFoundError(f"No response found with id '{response_id}'.")
+    return stored
+
+
+async def retrieve_response(request: Request, response_id: str) -> Response:
+    return JSONResponse(_stored(request, response_id).body)
+
+
+async def delete_response(request: Request, response_id: str) -> Response:
+    _stored(request, response_id)
+    stores_of(request).responses.delete(response_id)
+    return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+
+
+async def cancel_response(request: Request, response_id: str) -> Response:
+    stored = _stored(request, response_id)
+    if stored.body.get("status") == "in_progress" and stored.cancel is not None:
+        stored.cancel()
+        stored.body = {**stored.body, "status": "cancelled"}
+    return JSONResponse(stored.body)
+
+
+async def count_input_tokens(request: Request) -> Response:
+    state = app_state(request)
+    body = await parse_request(request, ResponsesRequest)
+    model = state.require_model()
+    turn = await prepare_prompt(model, prepare, body, model, stores_of(request),
+                                state.config.defaults.n_predict)
+    return JSONResponse({"object": "response.input_tokens", "input_tokens": len(turn.prompt)})
+
+
+for _prefix in PREFIXES:
+    router.add_api_route(f"{_prefix}/responses", create_response, methods=["POST"])
+    router.add_api_route(f"{_prefix}/responses/input_tokens", count_input_tokens,
+                         methods=["POST"])
+    router.add_api_route(f"{_prefix}/responses/{{response_id}}", retrieve_response,
+                         methods=["GET"])
+    router.add_api_route(f"{_prefix}/responses/{{response_id}}", delete_response,
+                         methods=["DELETE"])
+    router.add_api_route(f"{_prefix}/responses/{{response_id}}/cancel", cancel_response,
+                         methods=["POST"])
