@@ -55,7 +55,7 @@ async def _chat_setup(request: Request
     template, server_kwargs = _server_chat_settings(state)
     apply_template_override(model, template)
     setup = await prepare_prompt(model, to_chat_setup, body, model, state.config.defaults,
-                                 server_kwargs)
+                                 server_kwargs, state.config.prefill_assistant)
     return state, body, setup, adapter
 
 
