@@ -21,7 +21,7 @@ from ...engine.handle import RequestHandle
 from ...generation import Finished
 from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
-from ...protocol.timings import speculative_timings
+from ...protocol.timings import TimingsClock, request_timings, wants_timings
 from ...sse import data_event, sse_response
 from .models import ChatCompletionRequest, ChatSetup, to_chat_setup
 from .render import (
@@ -88,7 +88,7 @@ async def create_chat_completion(request: Request) -> Response:
     output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs,
                         count_tokens(parser.reasoning))
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
-    timings = speculative_timings(done.finished)
+    timings = request_timings(done.finished, wants_timings(body.model_extra))
     if timings is not None:
         payload["timings"] = timings
     return JSONResponse(payload)
@@ -106,6 +106,9 @@ async def _stream(
     encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT)
     parser = setup.new_parser()
     want_logprobs = body.wants_logprobs()
+    # llama-server's timings_per_token: the timings so far on every chunk with tokens.
+    clock = TimingsClock(len(handle.request.prompt_tokens)) \
+        if wants_timings(body.model_extra) else None
     yield data_event(encoder.role())
     async for batch in stream_batches(handle):
         out: list[str] = []  # one socket write per batch of events
@@ -114,27 +117,33 @@ async def _stream(
                 chunks = encoder.pieces(parser.finish())
                 _warn_if_forced_without_call(setup, bool(parser.calls))
                 chunks += _closing_chunks(encoder, event, body.wants_usage_chunk(),
-                                          bool(parser.calls), count_tokens(parser.reasoning))
+                                          bool(parser.calls), count_tokens(parser.reasoning),
+                                          clock is not None)
                 out.extend(data_event(chunk) for chunk in chunks)
                 out.append(data_event("[DONE]"))
             else:
                 logprobs = stream_logprobs(event.logprobs, want_logprobs)
                 pieces = parser.feed(event.text)
-                out.extend(data_event(chunk) for chunk in encoder.pieces(pieces, logprobs))
+                chunks = encoder.pieces(pieces, logprobs)
+                if clock is not None:
+                    clock.feed(event)
+                    for chunk in chunks:
+                        chunk["timings"] = clock.so_far()
+                out.extend(data_event(chunk) for chunk in chunks)
         if out:
             yield "".join(out)
 
 
 def _closing_chunks(
     encoder: ChatChunkEncoder, finished: Finished, with_usage: bool, has_calls: bool,
-    reasoning_tokens: int = 0,
+    reasoning_tokens: int = 0, with_timings: bool = False,
 ) -> list[dict[str, Any]]:
     if finished.reason == "error":
         # openai-python raises APIError on a data payload with a top-level "error" key.
         message = f"generation failed: {finished.error}"
         return [{"error": {"message": message, "type": "server_error", "code": None}}]
     chunks = [encoder.finish(finished, has_calls)]
-    timings = speculative_timings(finished)
+    timings = request_timings(finished, with_timings)
     if timings is not None:  # only the chunk carrying finish_reason
         chunks[0]["timings"] = timings
     if with_usage:
