@@ -95,3 +95,29 @@ def test_no_progress_unless_asked(client: TestClient, fields: dict[str, Any]) ->
 def test_no_progress_without_a_stream(client: TestClient) -> None:
     body = {"prompt": STORY, "n_predict": 2, "return_progress": True}
     assert "prompt_progress" not in client.post("/completion", json=body).json()
+
+
+def _chat_chunks(client: TestClient, **fields: Any) -> list[dict[str, Any]]:
+    body = {"messages": [{"role": "user", "content": STORY}], "max_tokens": 3,
+            "temperature": 0, "stream": True, **fields}
+    with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        lines = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    return [json.loads(line) for line in lines[:-1]]
+
+
+def test_chat_stream_reports_progress_as_llama_server_does(client: TestClient) -> None:
+    """llama-server's web UI asks /v1/chat/completions for return_progress: chunks with an
+    empty assistant delta and ``prompt_progress``, all before the first text."""
+    chunks = _chat_chunks(client, return_progress=True, cache_prompt=False)
+    first_text = next(i for i, c in enumerate(chunks)
+                      if c["choices"] and c["choices"][0]["delta"].get("content"))
+    progress = [c for c in chunks if "prompt_progress" in c]
+    assert progress and all(chunks.index(c) < first_text for c in progress)
+    assert all(c["object"] == "chat.completion.chunk" and c["choices"][0]["delta"] ==
+               {"role": "assistant", "content": None} for c in progress)
+    processed = [c["prompt_progress"]["processed"] for c in progress]
+    total = progress[-1]["prompt_progress"]["total"]
+    assert processed == sorted(set(processed)) and processed[-1] == total
+    assert len(processed) >= total // CHUNK
+    assert not any("prompt_progress" in c for c in _chat_chunks(client))

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect, stream_batches
+from ...api.generation import collect, stream_batches_with_progress
 from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority
 from ...api.state import FINGERPRINT, AppState, app_state
 from ...chat.template import apply_template_override
 from ...engine.handle import RequestHandle
-from ...generation import Finished
+from ...generation import Finished, PromptProgress
 from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
 from ...protocol.timings import TimingsClock, request_timings, wants_timings
@@ -75,6 +76,10 @@ async def create_chat_completion(request: Request) -> Response:
     if adapter is not None:
         setup = dataclasses.replace(
             setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
+    if body.stream and (body.model_extra or {}).get("return_progress") is True:
+        # llama-server's return_progress (its web UI asks for it on this route).
+        setup = dataclasses.replace(
+            setup, generation=dataclasses.replace(setup.generation, report_progress=True))
     handle = state.engine.submit(setup.generation, request_priority(request))
     count_tokens = _token_counter(state.require_model())
     if body.stream:
@@ -109,11 +114,15 @@ async def _stream(
     # llama-server's timings_per_token: the timings so far on every chunk with tokens.
     clock = TimingsClock(len(handle.request.prompt_tokens)) \
         if wants_timings(body.model_extra) else None
+    started = time.perf_counter()
     yield data_event(encoder.role())
-    async for batch in stream_batches(handle):
+    async for batch in stream_batches_with_progress(handle):
         out: list[str] = []  # one socket write per batch of events
         for event in batch:
-            if isinstance(event, Finished):
+            if isinstance(event, PromptProgress):
+                elapsed = (time.perf_counter() - started) * 1e3
+                out.append(data_event(encoder.progress(event, elapsed)))
+            elif isinstance(event, Finished):
                 chunks = encoder.pieces(parser.finish())
                 _warn_if_forced_without_call(setup, bool(parser.calls))
                 chunks += _closing_chunks(encoder, event, body.wants_usage_chunk(),
