@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel_conformance import spec
 
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")
 YES_NO = 'root ::= "yes" | "no"'
@@ -197,6 +198,8 @@ def test_timings_per_token_on_the_openai_routes(client: TestClient, path: str) -
     assert last["timings"]["predicted_n"] == 4 and last["timings"]["prompt_n"] > 0
     final = client.post(path, json=body).json()
     assert final["timings"]["predicted_n"] == final["usage"]["completion_tokens"]
+    assert spec.validate_json("POST", path, 200, final, view=spec.REFERENCE) == []
+    assert all(spec.validate_sse_event("POST", path, json.dumps(c)) == [] for c in chunks)
     plain = {k: v for k, v in body.items() if k != "timings_per_token"}
     assert not any("timings" in c for c in _openai_stream(client, path, plain))
     assert "timings" not in client.post(path, json=plain).json()

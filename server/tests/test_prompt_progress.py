@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel_conformance import spec
 
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")
 CHUNK = 4
@@ -120,4 +121,6 @@ def test_chat_stream_reports_progress_as_llama_server_does(client: TestClient) -
     total = progress[-1]["prompt_progress"]["total"]
     assert processed == sorted(set(processed)) and processed[-1] == total
     assert len(processed) >= total // CHUNK
+    assert all(spec.validate_sse_event("POST", "/v1/chat/completions", json.dumps(c)) == []
+               for c in chunks)
     assert not any("prompt_progress" in c for c in _chat_chunks(client))
