@@ -31,6 +31,11 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("/v1/messages", "json"): "anthropic-message-text-max-tokens.json",
     ("/v1/messages", "stream"): "anthropic-stream-text.sse",
     ("/v1/messages", "error"): "anthropic-error-400-invalid-request.json",
+    # A request with tools: the recorded tool calls.
+    ("/v1/chat/completions", "tools.json"): "openai-chat-completion-tool-calls.json",
+    ("/v1/chat/completions", "tools.stream"): "openai-chat-stream-tool-call.sse",
+    ("/v1/messages", "tools.json"): "anthropic-message-tool-use.json",
+    ("/v1/messages", "tools.stream"): "anthropic-stream-tool-use.sse",
 }
 # What each API rejects: a request lacking these is answered with the recorded 400.
 REQUIRED = {"/v1/chat/completions": ("messages",), "/v1/responses": ("input",),
@@ -64,6 +69,8 @@ class Replay:
                 self.body(name)
         kind = "stream" if request.get("stream") else "json"
         content_type = "text/event-stream" if kind == "stream" else "application/json"
+        if request.get("tools") and (path, f"tools.{kind}") in ANSWERS:
+            kind = f"tools.{kind}"
         return 200, content_type, self.body(ANSWERS[(path, kind)])
 
 

@@ -27,6 +27,9 @@ OLDER = {
     "openai-response-function-call.json", "openai-response-text.json",
     "openai-responses-stream-error-insufficient-quota.chunks.jsonl",
     "anthropic-stream-text-then-tool-use.sse", "anthropic-stream-redacted-thinking.sse",
+    # The SDK's recording (anthropic-python 0.82) predates `stop_details`, which the 2026-04
+    # JSON recordings carry.
+    "anthropic-sdk-recording-tool-use-then-end-turn.json",
 }
 
 

@@ -14,6 +14,7 @@ from real_stream_corpus import rejects
 from mlxcel_conformance.checks.llama_native_docs import (
     check_native_context_exceeded,
     check_native_error_body,
+    check_native_post_sampling_probs,
     check_native_prompt_progress,
     check_native_props_shape,
     check_native_slots_shape,
@@ -136,3 +137,26 @@ def test_broken_progress_and_timings_fail() -> None:
         check_native_timings_per_token(LLAMA_PROGRESS)  # a token without timings
     with rejects("native_timings_per_token"):
         check_native_timings_per_token([{**LLAMA_PROGRESS[2], "timings": {"prompt_n": 1}}])
+
+
+# README "POST /completion": with post_sampling_probs, prob and top_probs (here as the
+# reference sends them for a top_k 2 step: fewer than n_probs entries).
+POST_SAMPLING = {"content": " a", "completion_probabilities": [{
+    "id": 264, "token": " a", "bytes": [32, 97], "prob": 0.62,
+    "top_probs": [{"id": 264, "token": " a", "bytes": [32, 97], "prob": 0.62},
+                  {"id": 279, "token": " the", "bytes": [32, 116, 104, 101], "prob": 0.38}]}]}
+
+
+def test_post_sampling_probs() -> None:
+    check_native_post_sampling_probs(POST_SAMPLING, 3)
+    entry = ("completion_probabilities", 0)
+    for broken, n_probs in (
+            (_broken(POST_SAMPLING, (*entry, "prob"), 1.5), 3),  # not a probability
+            (_broken(POST_SAMPLING, (*entry, "top_probs", 1, "prob"), -0.1), 3),
+            ({"content": " a", "completion_probabilities": [{
+                "id": 264, "token": " a", "bytes": [32, 97], "logprob": -0.4,
+                "top_logprobs": []}]}, 3),  # the pre-sampling shape
+            (POST_SAMPLING, 1),  # more than n_probs
+            ({"content": ""}, 3)):  # nothing reported
+        with rejects("native_post_sampling_probs"):
+            check_native_post_sampling_probs(broken, n_probs)

@@ -60,6 +60,7 @@ class ServerConfig:
     # --chat-template (the Jinja text, already read from a file) and --chat-template-kwargs.
     chat_template: str | None = None
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    prefill_assistant: bool = _s("prefill_assistant")
     # Responses API stores (0 entries disables the store).
     responses_store_max_entries: int = _s("responses_store_max_entries")
     responses_store_ttl_secs: int = _s("responses_store_ttl_secs")

@@ -20,6 +20,7 @@ from mlxcel.structured.grammar import lark_grammar, ll_tokenizer
 from .family_fixtures import MODELS
 from .test_family_fixtures import RICH
 
+NS = "]<]minimax[>["  # MiniMax M3's namespace token
 FULL = {"city": "Paris", "unit": "c", "days": 3, "exact": True, "budget": None, "tags": ["a"]}
 # fixture -> (a call with every argument, a call with the required one only), as each format
 # writes them
@@ -46,6 +47,13 @@ CALLS: dict[str, tuple[str, str]] = {
                 ("budget", "null"), ("tags", '["a"]'))) + "</invoke>\n</minimax:tool_call>",
         '<minimax:tool_call>\n<invoke name="plan_trip">\n<parameter name="city">Paris'
         "</parameter>\n</invoke>\n</minimax:tool_call>"),
+    "minimax-m3-tiny": (
+        f'{NS}<tool_call>\n{NS}<invoke name="plan_trip">' + "".join(
+            f"{NS}<{k}>{v}{NS}</{k}>" for k, v in (
+                ("city", "Paris"), ("unit", "c"), ("days", "3"), ("exact", "true"),
+                ("budget", "null"), ("tags", '["a"]'))) + f"{NS}</invoke>\n{NS}</tool_call>",
+        f'{NS}<tool_call>\n{NS}<invoke name="plan_trip">{NS}<city>Paris{NS}</city>'
+        f"{NS}</invoke>\n{NS}</tool_call>"),
     "qwen3-tiny": (
         "<tool_call>\n" + json.dumps({"name": "plan_trip", "arguments": FULL}) + "\n</tool_call>",
         '<tool_call>\n{"name": "plan_trip", "arguments": {"city": "Paris"}}\n</tool_call>'),

@@ -15,10 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from mlxcel.app import create_app
-from mlxcel.chat.forced_choice import marker_speller, markup_counter
-from mlxcel.chat.tool_calls import tool_format_of
 from mlxcel.config import ServerConfig
-from mlxcel.engine.model import load_model
 from mlxcel.engine.worker import Engine, EngineConfig
 
 from .family_fixtures import FAMILY_DIRS, HELLO_FAMILIES, MODELS, SCRIPTED_BY_NAME
@@ -131,17 +128,6 @@ CHOICES: dict[str, Any] = {"required": "required",
 BUDGET = 64
 
 
-def forced_budget(fmt: str) -> int:
-    """64 tokens, unless the format's markup alone takes most of them on the fixture's 2k
-    vocabulary (MiniMax M3's namespaced tags: ~100 tokens for a two-argument call)."""
-    model = load_model(str(MODELS / FAMILY_DIRS[fmt]))
-    tool_format = tool_format_of(model)
-    assert tool_format is not None
-    count = markup_counter(model, tool_format, marker_speller(model))
-    markup = max(count(tool) for tool in NUMERIC_TOOLS)
-    return BUDGET if markup <= BUDGET // 2 else markup + BUDGET // 2
-
-
 def _forced(choice: str, max_tokens: int) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": "Say hello."}], "tools": NUMERIC_TOOLS,
             "tool_choice": CHOICES[choice], "max_tokens": max_tokens, "temperature": 0}
@@ -151,7 +137,7 @@ def _forced(choice: str, max_tokens: int) -> dict[str, Any]:
 def test_forced_numeric_call_ends_with_a_valid_call(served: tuple[str, TestClient],
                                                     choice: str) -> None:
     fmt, client = served
-    budget = forced_budget(fmt)
+    budget = BUDGET
     body = client.post("/v1/chat/completions", json=_forced(choice, budget)).json()
     out = body["choices"][0]
     assert out["finish_reason"] == "tool_calls", (fmt, out)

@@ -1,8 +1,8 @@
 """llama-server's own request fields on the OpenAI-shaped routes and its native ones:
 ``grammar`` (GBNF or Lark) and ``json_schema`` on /completion, /v1/completions and
 /v1/chat/completions, ``continue_final_message`` on chat, ``timings_per_token`` and
-``return_progress`` on a /completion stream, and errors in llama-server's shape on its native
-routes (a prompt over the context included)."""
+``return_progress`` on a /completion stream, ``timings_per_token`` on the OpenAI routes, and
+errors in llama-server's shape on its native routes (a prompt over the context included)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel_conformance import spec
 
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")
 YES_NO = 'root ::= "yes" | "no"'
@@ -124,7 +125,9 @@ def test_timings_per_token_and_return_progress(client: TestClient) -> None:
     events = _events(client, {"prompt": "Answer:", "n_predict": 3, "temperature": 0,
                               "timings_per_token": True, "return_progress": True})
     progress = [e["prompt_progress"] for e in events if "prompt_progress" in e]
-    assert [p["processed"] for p in progress] == [0, 4] and progress[0]["total"] == 4
+    processed = [p["processed"] for p in progress]  # more in test_prompt_progress.py
+    assert processed[0] == 0 and processed[-1] == 4 and processed == sorted(set(processed))
+    assert all(p["total"] == 4 for p in progress)
     tokens = [e for e in events if e["tokens"]]
     assert len(tokens) == 3 and all(e["timings"]["predicted_n"] == e["tokens_predicted"]
                                     for e in tokens)
@@ -167,3 +170,40 @@ def test_prompt_objects(client: TestClient) -> None:
     for bad in ({"prompt_string": "x", "multimodal_data": ["AAAA"]}, {"text": "x"}):
         response = client.post("/completion", json={**base, "prompt": bad})
         assert response.status_code == 400 and response.json()["error"]["code"] == 400
+
+
+def _openai_stream(client: TestClient, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    with client.stream("POST", path, json={**body, "stream": True}) as response:
+        lines = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    return [json.loads(line) for line in lines[:-1]]
+
+
+OPENAI_ROUTES = {"/v1/completions": {"prompt": "Answer:", "max_tokens": 4},
+                 "/v1/chat/completions": {"messages": HELLO, "max_tokens": 4}}
+
+
+@pytest.mark.parametrize("path", sorted(OPENAI_ROUTES))
+def test_timings_per_token_on_the_openai_routes(client: TestClient, path: str) -> None:
+    """llama-server's README: its /completion options work on the OpenAI routes too; with
+    timings_per_token every chunk with text carries the timings so far and the finish chunk
+    and the JSON body the final ones. Without it, none (OpenAI's shape)."""
+    body = {**OPENAI_ROUTES[path], "temperature": 0, "timings_per_token": True}
+    chunks = _openai_stream(client, path, body)
+    texts = [c for c in chunks if c["choices"] and _delta_text(c["choices"][0])]
+    assert texts and all("timings" in c for c in texts)
+    assert [c["timings"]["predicted_n"] for c in texts] == sorted(
+        c["timings"]["predicted_n"] for c in texts)
+    [last] = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    assert last["timings"]["predicted_n"] == 4 and last["timings"]["prompt_n"] > 0
+    final = client.post(path, json=body).json()
+    assert final["timings"]["predicted_n"] == final["usage"]["completion_tokens"]
+    assert spec.validate_json("POST", path, 200, final, view=spec.REFERENCE) == []
+    assert all(spec.validate_sse_event("POST", path, json.dumps(c)) == [] for c in chunks)
+    plain = {k: v for k, v in body.items() if k != "timings_per_token"}
+    assert not any("timings" in c for c in _openai_stream(client, path, plain))
+    assert "timings" not in client.post(path, json=plain).json()
+
+
+def _delta_text(choice: dict[str, Any]) -> str:
+    return str(choice.get("text") or (choice.get("delta") or {}).get("content") or "")

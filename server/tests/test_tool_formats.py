@@ -111,12 +111,11 @@ CASES: dict[str, tuple[str, list[tuple[str, dict[str, Any]]], str, str]] = {
         "<minimax:tool_call>\n<invoke>\n</minimax:tool_call>",
     ),
     "minimax_m3": (
-        '<]<]minimax[>[tool_call>\n<]<]minimax[>[invoke name="get_weather">\n'
-        '<]<]minimax[>[parameter name="city">Paris</]<]minimax[>[parameter>\n'
-        '<]<]minimax[>[parameter name="days">2</]<]minimax[>[parameter>\n'
-        "</]<]minimax[>[invoke>\n</]<]minimax[>[tool_call>",
+        ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">'
+        "]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[ <days>2]<]minimax[>[</days>"
+        "]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
         [PARIS], "",
-        "<]<]minimax[>[tool_call>nothing</]<]minimax[>[tool_call>",
+        "]<]minimax[>[<tool_call>nothing]<]minimax[>[</tool_call>",
     ),
     "glm47": (
         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"

@@ -72,6 +72,12 @@ _USAGE_KEYS = {
     "cache_read_input_tokens": (N, Z), "cache_creation": (OBJ, Z), "service_tier": (S, Z),
     "inference_geo": (S, Z),
 }
+_MESSAGE_MINIMUM = ("id", "type", "role", "model", "content", "stop_reason", "stop_sequence",
+                    "usage")
+_MESSAGE_KEYS = {
+    "id": (S,), "type": (S,), "role": (S,), "model": (S,), "content": (A,),
+    "stop_reason": (S, Z), "stop_sequence": (S, Z), "usage": (OBJ,),
+}
 
 KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     # -- OpenAI Chat Completions
@@ -126,10 +132,11 @@ KINDS: dict[str, ObjectKind] = {k.name: k for k in (
                                                         "arguments"),
           **_EVENT, item_id=(S,), output_index=(N,), arguments=(S,)),
     # -- Anthropic Messages
-    _kind("anthropic.message", _ANTH, ("id", "type", "role", "model", "content", "stop_reason",
-                                       "stop_sequence", "usage"),
-          id=(S,), type=(S,), role=(S,), model=(S,), content=(A,), stop_reason=(S, Z),
-          stop_sequence=(S, Z), usage=(OBJ,)),
+    # A JSON answer carries `stop_details` (null unless a refusal) in the 2026 recordings and
+    # the current SDK; the message that `message_start` announces does not.
+    _kind("anthropic.message", _ANTH, _MESSAGE_MINIMUM, **_MESSAGE_KEYS,
+          stop_details=(OBJ, Z)),
+    _kind("anthropic.message_start.message", _ANTH, _MESSAGE_MINIMUM, **_MESSAGE_KEYS),
     _kind("anthropic.usage", _ANTH + "; 2024 message_start usage",
           ("input_tokens", "output_tokens"), **_USAGE_KEYS),
     _kind("anthropic.delta_usage", _ANTH, ("output_tokens",), output_tokens=(N,),
@@ -138,8 +145,10 @@ KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     # The current Anthropic OpenAPI document lists `citations` (nullable) on a text block; no
     # recording carries it, so it is nobody's requirement here (the reference sends null).
     _kind("block.text", _ANTH, ("type", "text"), type=(S,), text=(S,)),
+    # `caller` ({"type": "direct"} when the model called the tool itself) in every 2026
+    # recording, JSON and stream, and in the current SDK; the 2024 stream predates it.
     _kind("block.tool_use", _ANTH, ("type", "id", "name", "input"),
-          type=(S,), id=(S,), name=(S,), input=(OBJ,)),
+          type=(S,), id=(S,), name=(S,), input=(OBJ,), caller=(OBJ,)),
     _kind("block.thinking", _ANTH, ("type", "thinking", "signature"),
           type=(S,), thinking=(S,), signature=(S,)),
     _kind("aevent.message_start", _ANTH, ("type", "message"), type=(S,), message=(OBJ,)),
@@ -292,8 +301,9 @@ def _block(block: Any, path: str) -> Found:
     return [(kind, block, path)] if kind in KINDS else []
 
 
-def anthropic_message_objects(body: Any, path: str = "$") -> Found:
-    found: Found = [("anthropic.message", body, path)]
+def anthropic_message_objects(body: Any, path: str = "$",
+                              kind: str = "anthropic.message") -> Found:
+    found: Found = [(kind, body, path)]
     if not isinstance(body, dict):
         return found
     if isinstance(body.get("usage"), dict):
@@ -313,7 +323,8 @@ def anthropic_event_objects(events: Sequence[Any]) -> Found:
         found.append((kind, event, f"event {n} ({name})"))
         if name == "message_start":
             found += [(k, o, p) for k, o, p in anthropic_message_objects(
-                event.get("message"), f"event {n}.message") if k != "block.text"]
+                event.get("message"), f"event {n}.message", "anthropic.message_start.message")
+                if k != "block.text"]
         elif name == "content_block_start":
             # a streamed block starts empty: its text arrives in deltas, its keys are the same
             found += _block(event.get("content_block"), f"event {n}.content_block")

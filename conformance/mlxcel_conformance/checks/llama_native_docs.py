@@ -76,6 +76,31 @@ def check_native_prompt_progress(partials: Sequence[Mapping[str, Any]], prompt_t
                  "tokens", progress=item, prompt_tokens=prompt_tokens)
 
 
+@check("native_post_sampling_probs", severity=Severity.MEDIUM,
+       description='README "POST /completion", post_sampling_probs: `prob` (0..1) instead of '
+       "`logprob`, `top_probs` instead of `top_logprobs`, at most n_probs of them")
+def check_native_post_sampling_probs(body: Mapping[str, Any], n_probs: int) -> None:
+    probs = body.get("completion_probabilities")
+    if not isinstance(probs, list) or not probs:
+        fail("native_post_sampling_probs", "n_probs with post_sampling_probs must answer "
+             "completion_probabilities", body=body)
+    for entry in probs:
+        top = entry.get("top_probs") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or "logprob" in entry or "top_logprobs" in entry \
+                or not isinstance(top, list):
+            fail("native_post_sampling_probs", "each entry carries prob and top_probs, not "
+                 "logprob and top_logprobs", entry=entry)
+        if len(top) > n_probs:
+            fail("native_post_sampling_probs", f"top_probs holds at most n_probs ({n_probs}) "
+                 "entries", entry=entry)
+        for item in [entry, *top]:
+            prob: Any = item.get("prob") if isinstance(item, dict) else None
+            if not _number(prob) or not 0.0 <= prob <= 1.0 or not is_int(item.get("id")) \
+                    or not isinstance(item.get("token"), str):
+                fail("native_post_sampling_probs", "id (integer), token (string) and prob "
+                     "(between 0 and 1) on every entry", entry=item)
+
+
 @check("native_timings_per_token", severity=Severity.LOW,
        description='README "POST /completion", timings_per_token: every streamed token '
        "carries the timings so far")

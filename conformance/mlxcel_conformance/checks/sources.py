@@ -141,6 +141,7 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "native_json_schema": (C, LLAMA + ", POST /completion json_schema"),
     "native_prompt_progress": (C, LLAMA + ", POST /completion return_progress"),
     "native_timings_per_token": (C, LLAMA + ", POST /completion timings_per_token"),
+    "native_post_sampling_probs": (C, LLAMA + ", POST /completion post_sampling_probs"),
     "native_error_body": (C, LLAMA + ", API errors"),
     "native_context_exceeded": (C, LLAMA + ", API errors (exceed_context_size_error)"),
     "llama_slots": (C, LLAMA + ", GET /slots (response format)"),

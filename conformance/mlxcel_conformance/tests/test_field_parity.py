@@ -89,6 +89,60 @@ def test_message_event_keys(client: SuiteClient, model_name: str | None,
     _judge(profile, "Messages stream", fp.anthropic_event_objects(stream.payloads))
 
 
+WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}},
+                  "required": ["city"]}
+
+
+def _with_block(found: fp.Found, kind: str, what: str) -> fp.Found:
+    """``found``, which must hold an object of ``kind`` (the answer to a forced tool choice)."""
+    if not any(k == kind for k, _, _ in found):
+        fail("field_parity", f"{what}: a forced tool choice was answered without a "
+             f"{kind} object", kinds=sorted({k for k, _, _ in found}))
+    return found
+
+
+def _tool_message(model_name: str | None, **fields: object) -> dict[str, object]:
+    tool = {"name": "get_weather", "description": "Weather of a city.",
+            "input_schema": WEATHER_SCHEMA}
+    return messages_payload(model_name, "What is the weather in Paris?", max_tokens=64,
+                            tools=[tool], tool_choice={"type": "tool", "name": "get_weather"},
+                            **fields)
+
+
+@pytest.mark.conformance(family="anthropic", feature="parity.anthropic.tool_use.json")
+def test_tool_use_block_keys(client: SuiteClient, model_name: str | None,
+                             profile: Profile) -> None:
+    body = messages_json(client, _tool_message(model_name))
+    found = _with_block(fp.anthropic_message_objects(body), "block.tool_use", "message")
+    _judge(profile, "message with tool_use", found)
+
+
+@pytest.mark.conformance(family="anthropic", feature="parity.anthropic.tool_use.stream")
+def test_tool_use_event_keys(client: SuiteClient, model_name: str | None,
+                             profile: Profile) -> None:
+    stream = messages_stream(client, _tool_message(model_name))
+    found = _with_block(fp.anthropic_event_objects(stream.payloads), "block.tool_use",
+                        "Messages stream")
+    _judge(profile, "Messages stream with tool_use", found)
+
+
+def _tool_chat(model_name: str | None, **fields: object) -> dict[str, object]:
+    tool = {"type": "function", "function": {"name": "get_weather", "description":
+                                             "Weather of a city.", "parameters": WEATHER_SCHEMA}}
+    return chat_payload(model_name, "What is the weather in Paris?", max_tokens=64,
+                        tools=[tool], tool_choice={"type": "function",
+                                                   "function": {"name": "get_weather"}},
+                        **fields)
+
+
+@pytest.mark.conformance(family="chat", feature="parity.chat.tool_calls.json")
+def test_chat_tool_call_keys(client: SuiteClient, model_name: str | None,
+                             profile: Profile) -> None:
+    body = chat_json(client, _tool_chat(model_name))
+    found = _with_block(fp.chat_completion_objects(body), "chat.tool_call", "chat.completion")
+    _judge(profile, "chat.completion with tool_calls", found)
+
+
 @pytest.mark.conformance(family="anthropic", feature="parity.anthropic.error")
 def test_anthropic_error_keys(client: SuiteClient, model_name: str | None,
                               profile: Profile) -> None:

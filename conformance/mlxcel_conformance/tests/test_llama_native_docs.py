@@ -1,9 +1,9 @@
 """llama-server's documented request shapes, as its clients send them, each test citing the
 section of llama-server's README (``tools/server/README.md``) it follows: the route aliases,
-``grammar`` and ``json_schema``, ``n_probs`` in a stream, ``timings_per_token``,
-``return_progress``, token and mixed prompts, ``/props`` and ``/slots``, and errors (a prompt
-over the context included) in llama-server's shape. Run against llama-server itself and the
-reference alike (the ``llama-native`` family)."""
+``grammar`` and ``json_schema``, ``n_probs`` in a stream, ``post_sampling_probs``,
+``timings_per_token``, ``return_progress``, token and mixed prompts, ``/props`` and
+``/slots``, and errors (a prompt over the context included) in llama-server's shape. Run
+against llama-server itself and the reference alike (the ``llama-native`` family)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from mlxcel_conformance.checks.llama_native import (
 from mlxcel_conformance.checks.llama_native_docs import (
     check_native_context_exceeded,
     check_native_error_body,
+    check_native_post_sampling_probs,
     check_native_prompt_progress,
     check_native_props_shape,
     check_native_slots_shape,
@@ -136,6 +137,14 @@ def test_n_probs_in_a_stream(client: SuiteClient) -> None:
                 len(p.get("top_logprobs") or []) > 2 for p in probs):
             fail("native_n_probs", "a streamed token must carry completion_probabilities with "
                  "at most n_probs entries", event=event)
+
+
+@pytest.mark.conformance(family=FAMILY, feature="native.post_sampling_probs")
+def test_post_sampling_probs(client: SuiteClient) -> None:
+    """README "POST /completion", `post_sampling_probs` and the `completion_probabilities`
+    response field."""
+    body = native_json(client, _payload(n_probs=3, post_sampling_probs=True))
+    check_native_post_sampling_probs(body, 3)
 
 
 @pytest.mark.conformance(family=FAMILY, feature="native.timings_per_token")

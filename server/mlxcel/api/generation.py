@@ -12,7 +12,7 @@ from fastapi import Request
 
 from ..engine.handle import RequestHandle
 from ..errors import ServerError
-from ..generation import EngineEvent, Finished, TokenDelta, TokenLogprob
+from ..generation import EngineEvent, Finished, PromptProgress, TokenDelta, TokenLogprob
 
 DISCONNECT_POLL_S = 0.05
 
@@ -70,6 +70,18 @@ async def stream_batches(handle: RequestHandle) -> AsyncIterator[list[EngineEven
     to the socket at once."""
     try:
         async for batch in handle.batches():
+            yield batch
+    finally:
+        if not handle.finished.is_set():
+            handle.cancel()
+
+
+async def stream_batches_with_progress(
+        handle: RequestHandle) -> AsyncIterator[list[EngineEvent | PromptProgress]]:
+    """``stream_batches`` with the ``PromptProgress`` events of a request that asked for them
+    (``report_progress``)."""
+    try:
+        async for batch in handle.batches_with_progress():
             yield batch
     finally:
         if not handle.finished.is_set():

@@ -7,6 +7,13 @@ final message of the chat template; vLLM and transformers name it the same).
     "reasoning_content"         its ``reasoning_content`` (the reasoning block stays open)
     false / absent              nothing: a new assistant turn, as before
 
+With ``--prefill-assistant`` (llama-server's default, off here: OpenAI's API answers a
+trailing assistant message with a new one), a request that does not ask to continue (the field
+absent or false) but ends on an assistant message continues it as if it had sent ``true`` (its
+reasoning when it has only reasoning; a new turn when it has neither), whatever
+``add_generation_prompt`` says; two assistant messages at the end, or a last one with
+tool calls, are a 400, as in llama-server.
+
 The template renders the conversation without a generation prompt and the text is cut right
 after the continued part (its last occurrence), so no end-of-turn marker closes it. The answer
 holds the continuation only. Continuing is a 400 when the last message is not an assistant
@@ -39,6 +46,25 @@ def continued_field(value: Any, add_generation_prompt: Any = None) -> str | None
             "Cannot set both add_generation_prompt and continue_final_message to true.",
             param=PARAM)
     return field
+
+
+def prefilled_field(messages: list[dict[str, Any]]) -> str | None:
+    """The field ``--prefill-assistant`` continues in a conversation ending on an assistant
+    message (None: nothing to continue, a new turn)."""
+    if not messages or messages[-1].get("role") != "assistant":
+        return None
+    if len(messages) >= 2 and messages[-2].get("role") == "assistant":
+        raise InvalidRequestError("Cannot have 2 or more assistant messages at the end of the "
+                                  "list.", param="messages")
+    last = messages[-1]
+    if last.get("tool_calls"):
+        raise InvalidRequestError("Cannot continue an assistant message that contains tool "
+                                  "calls.", param="messages")
+    for field in ("content", "reasoning_content"):
+        text = last.get(field)
+        if isinstance(text, str) and text.strip():
+            return field
+    return None
 
 
 def check_continuable(messages: list[dict[str, Any]], field: str) -> str:

@@ -24,7 +24,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator
 
-from ..generation import EngineEvent, Finished, GenerationRequest
+from ..generation import EngineEvent, Finished, GenerationRequest, PromptProgress
 
 
 class LoopWaker:
@@ -79,7 +79,7 @@ class RequestHandle:
         self._last_wake = float("-inf")
         self._waker = waker_for(loop)
         self._lock = threading.Lock()
-        self._buffer: list[EngineEvent] = []
+        self._buffer: list[EngineEvent | PromptProgress] = []
         self._wake_pending = False
         self._ready = asyncio.Event()
         self._cancelled = threading.Event()
@@ -93,7 +93,7 @@ class RequestHandle:
         """Ask the engine to stop this request at its next step (client went away)."""
         self._cancelled.set()
 
-    def emit(self, event: EngineEvent) -> None:
+    def emit(self, event: EngineEvent | PromptProgress) -> None:
         """Called from the engine thread."""
         final = isinstance(event, Finished)
         if final:
@@ -118,9 +118,9 @@ class RequestHandle:
             self._wake_pending = False
         self._ready.set()
 
-    async def batches(self) -> AsyncIterator[list[EngineEvent]]:
-        """Every event, in order, in the groups that arrived together; ends after
-        ``Finished``."""
+    async def batches_with_progress(self) -> AsyncIterator[list[EngineEvent | PromptProgress]]:
+        """Every event, ``PromptProgress`` included, in order, in the groups that arrived
+        together; ends after ``Finished``."""
         while True:
             await self._ready.wait()
             self._ready.clear()
@@ -131,6 +131,13 @@ class RequestHandle:
             yield batch
             if isinstance(batch[-1], Finished):
                 return
+
+    async def batches(self) -> AsyncIterator[list[EngineEvent]]:
+        """``batches_with_progress`` without the progress events."""
+        async for batch in self.batches_with_progress():
+            events = [e for e in batch if not isinstance(e, PromptProgress)]
+            if events:
+                yield events
 
     async def events(self) -> AsyncIterator[EngineEvent]:
         async for batch in self.batches():

@@ -114,6 +114,28 @@ class RequestSampler:
         return mx.take_along_axis(ids, choice[..., None], axis=-1)[..., 0]
 
 
+def post_sampling_logprobs(logprobs: mx.array, params: SamplingParams) -> mx.array:
+    """The distribution the sampler draws from (llama-server's ``post_sampling_probs``): the
+    model's log probabilities after temperature, top_k, p_less, top_p and min_p, renormalized,
+    ``-inf`` where a filter removed the token. Greedy decoding draws the argmax for sure. XTC,
+    a random draw of its own, is left out."""
+    values = logprobs.astype(mx.float32)
+    if params.temperature <= 0.0:
+        best = mx.argmax(values, axis=-1, keepdims=True)
+        ids = mx.arange(values.shape[-1])
+        return mx.where(ids == best, mx.array(0.0), mx.array(NEG_INF))
+    logits = values / params.temperature
+    if 0 < params.top_k < values.shape[-1]:
+        logits = _top_k(logits, params.top_k)
+    if params.p_less:
+        logits = _p_less(logits)
+    if 0.0 < params.top_p < 1.0:
+        logits = _top_p(logits, params.top_p)
+    if params.min_p > 0.0:
+        logits = _min_p(logits, params.min_p)
+    return logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+
+
 def greedy_sampler(logprobs: mx.array) -> mx.array:
     return mx.argmax(logprobs, axis=-1)
 

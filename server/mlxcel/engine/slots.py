@@ -10,7 +10,7 @@ from typing import Any
 
 import mlx.core as mx
 
-from ..generation import LoopDetection
+from ..generation import LoopDetection, PromptProgress
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .loop_detection import tail_loops
@@ -75,10 +75,21 @@ class ActiveSequence:
     first_token_at: float | None = None
     # A SoloRun (or SpeculativeRun) when the sequence decodes on the single-sequence path.
     solo: Any = None
+    # The last prompt progress sent (requests with report_progress only).
+    progress_sent: int = -1
 
     @property
     def prompt_len(self) -> int:
         return len(self.handle.request.prompt_tokens)
+
+    def report_progress(self, processed: int) -> None:
+        """Tell the request that ``processed`` prompt tokens are in the cache, if it asked
+        (once per value, never backwards)."""
+        processed = min(processed, self.prompt_len)
+        if not self.handle.request.report_progress or processed <= self.progress_sent:
+            return
+        self.progress_sent = processed
+        self.handle.emit(PromptProgress(self.prompt_len, self.cached_tokens, processed))
 
     def looping(self) -> bool:
         return tail_loops(self.generated, self.loop)

@@ -41,6 +41,7 @@ class SoloRun:
         max_tokens: int,
         prefill_step_size: int,
         rewind: Callable[[], None] | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.cache = cache
         self.tokens = list(context) + list(prompt)  # what the cache will hold, in order
@@ -55,7 +56,7 @@ class SoloRun:
         self._steps: Iterator[tuple[Any, mx.array]] = generate_step(
             mx.array(prompt), model, max_tokens=max_tokens, sampler=sampler,
             logits_processors=processors or None, prompt_cache=cache,
-            prefill_step_size=prefill_step_size,
+            prefill_step_size=prefill_step_size, prompt_progress_callback=on_progress,
         )
 
     def next(self) -> SoloResponse:

@@ -55,7 +55,13 @@ from .prompt_cache import (
     DEFAULT_TTL_S,
     PromptCache,
 )
-from .sampling import RequestSampler, build_sampler, check_logit_bias, greedy_sampler
+from .sampling import (
+    RequestSampler,
+    build_sampler,
+    check_logit_bias,
+    greedy_sampler,
+    post_sampling_logprobs,
+)
 from .scheduler import PrefillQueue
 from .slots import ActiveSequence
 from .solo import SoloRun
@@ -366,6 +372,7 @@ class Engine:
             max_tokens=max_tokens,
             cached_tokens=cached,
         )
+        seq.report_progress(cached)  # llama-server's first progress: the cached part only
         sampler = build_sampler(request.sampling, model.vocab_size)
         # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
         # batch: argmax draws nothing; other samplers without a rewind cannot move.
@@ -402,6 +409,8 @@ class Engine:
                     weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
                     sampler, processors, max_tokens, self.config.prefill_step_size,
                     rewind=None if self.config.solo_only or request.adapter is not None else rewind,
+                    on_progress=(lambda done, _: seq.report_progress(cached + done))
+                    if request.report_progress else None,
                 )
             self._solo = seq
         else:
@@ -476,13 +485,17 @@ class Engine:
     def _step(self) -> None:
         assert self._batch is not None
         try:
-            _, responses = self._batch.next()
+            prompt_responses, responses = self._batch.next()
         except Exception as exc:  # noqa: BLE001 - the batch is lost, the loop is not
             log.exception("batch step failed; ending the %d running requests", len(self._by_uid))
             for seq in list(self._by_uid.values()):
                 self._finish(seq, "error", error=type(exc).__name__, removed=True)
             self._batch = self._new_batch()
             return
+        for chunk in prompt_responses:  # one prefill chunk read (mlx-lm's BatchGenerator)
+            reading = self._by_uid.get(chunk.uid)
+            if reading is not None and isinstance(chunk.progress, tuple):
+                reading.report_progress(reading.cached_tokens + chunk.progress[0])
         if responses:
             self.stats.decode_steps_processed += 1
         for response in responses:
@@ -503,6 +516,7 @@ class Engine:
         request = seq.handle.request
         if seq.first_token_at is None:
             seq.first_token_at = time.monotonic()
+            seq.report_progress(seq.prompt_len)  # whichever lane read it: all of it now
         seq.generated.append(token)
         self.stats.total_decode_tokens += 1
         if token in seq.eos:
@@ -510,7 +524,9 @@ class Engine:
             return
         logprobs: tuple[TokenLogprob, ...] = ()
         if request.logprobs and self._logprobs is not None:
-            logprobs = (self._logprobs.render(response.logprobs, token, request.top_logprobs),)
+            row = post_sampling_logprobs(response.logprobs, request.sampling) \
+                if request.post_sampling_probs else response.logprobs
+            logprobs = (self._logprobs.render(row, token, request.top_logprobs),)
         text = seq.stops.feed(seq.detok.add(token))
         if text or logprobs:
             seq.handle.emit(TokenDelta(text, (token,), logprobs))

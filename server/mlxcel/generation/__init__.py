@@ -9,6 +9,7 @@ from .events import (
     EngineEvent,
     Finished,
     FinishReason,
+    PromptProgress,
     TokenDelta,
     TokenLogprob,
     TopLogprob,
@@ -27,5 +28,6 @@ from .request import (
 __all__ = [
     "PRIORITY_RANK", "DraftStats", "EngineEvent", "FinishReason", "Finished",
     "GenerationRequest", "LogitsProcessor", "LogitsProcessorFactory", "LoopDetection",
-    "Priority", "SamplingParams", "TokenDelta", "TokenLogprob", "TopLogprob", "VisionInputs",
+    "Priority", "PromptProgress", "SamplingParams", "TokenDelta", "TokenLogprob", "TopLogprob",
+    "VisionInputs",
 ]

@@ -66,4 +66,16 @@ class Finished:
     predicted_ms: float = field(default=0.0, compare=False)
 
 
+@dataclass(frozen=True)
+class PromptProgress:
+    """How far the prompt has been read, sent only to a request that asked for it
+    (``report_progress``): ``processed`` of its ``total`` tokens are in the cache, ``cached`` of
+    them taken from the prompt cache. Sent once before the first chunk, after each prefill
+    chunk, and at the latest with the first token; never part of ``EngineEvent``."""
+
+    total: int
+    cached: int
+    processed: int
+
+
 EngineEvent = TokenDelta | Finished

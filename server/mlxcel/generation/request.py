@@ -92,6 +92,11 @@ class GenerationRequest:
     stop: tuple[str, ...] = ()
     logprobs: bool = False
     top_logprobs: int = 0
+    # The logprobs after the sampling chain (temperature, top_k, top_p, min_p, p_less) rather
+    # than the model's: llama-server's post_sampling_probs.
+    post_sampling_probs: bool = False
+    # Send PromptProgress events while the prompt is read (llama-server's return_progress).
+    report_progress: bool = False
     ignore_eos: bool = False
     logits_processor_factories: tuple[LogitsProcessorFactory, ...] = ()
     request_id: str = ""

@@ -1,17 +1,21 @@
 """llama-server's ``timings`` object and the speculative-decoding counters on it.
 
-On the OpenAI routes (chat and completions) a top-level ``timings`` appears only when a drafter
-ran at least one verify round for the request: on the non-streaming body and on the streaming
-chunk that carries ``finish_reason``, never on other chunks. The native ``/completion`` always
-has ``timings`` and gains the four draft fields under the same condition.
+On the OpenAI routes (chat and completions) a top-level ``timings`` appears when a drafter ran
+at least one verify round for the request, or when the request sent llama-server's
+``timings_per_token: true``: on the non-streaming body and on the streaming chunk that carries
+``finish_reason``; with ``timings_per_token`` every streamed chunk with tokens carries the
+timings so far too (``TimingsClock``). The native ``/completion`` always has ``timings`` and
+gains the four draft fields under the same condition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..generation import DraftStats, Finished
+from ..generation import DraftStats, EngineEvent, Finished, TokenDelta
 
 
 def llama_timings(prompt_n: int, prompt_ms: float, predicted_n: int, predicted_ms: float,
@@ -41,17 +45,48 @@ def draft_fields(draft: DraftStats) -> dict[str, Any]:
     }
 
 
-def speculative_timings(finished: Sequence[Finished] | Finished) -> dict[str, Any] | None:
-    """The ``timings`` of one generation (or the sum over a multi-prompt completion), or None
-    when no drafter ran a verify round for any of them."""
+def request_timings(finished: Sequence[Finished] | Finished, always: bool
+                    ) -> dict[str, Any] | None:
+    """The ``timings`` of one generation (or the sum over several), with the draft counters
+    when a drafter ran; None when none ran and ``always`` is false."""
     items = [finished] if isinstance(finished, Finished) else list(finished)
     drafts = [f.draft for f in items if f.draft is not None and f.draft.rounds > 0]
-    if not drafts:
+    if not drafts and not always:
         return None
     body = llama_timings(
         sum(f.prompt_tokens - f.cached_tokens for f in items), sum(f.prompt_ms for f in items),
         sum(f.completion_tokens for f in items), sum(f.predicted_ms for f in items),
         cache_n=sum(f.cached_tokens for f in items))
+    if not drafts:
+        return body
     total = DraftStats(drafts[0].kind, sum(d.drafted for d in drafts),
                        sum(d.accepted for d in drafts), sum(d.rounds for d in drafts))
     return {**body, **draft_fields(total)}
+
+
+def wants_timings(extra: Mapping[str, Any] | None) -> bool:
+    """Whether an OpenAI-shaped body sent llama-server's ``timings_per_token: true``."""
+    return (extra or {}).get("timings_per_token") is True
+
+
+@dataclass
+class TimingsClock:
+    """One streamed generation's timings so far, measured at the adapter: prompt time from
+    submission to the first token, predicted time from there to now."""
+
+    prompt_n: int
+    started: float = field(default_factory=time.perf_counter)
+    first_at: float | None = None
+    predicted_n: int = 0
+
+    def feed(self, event: EngineEvent) -> None:
+        if isinstance(event, TokenDelta) and event.token_ids:
+            if self.first_at is None:
+                self.first_at = time.perf_counter()
+            self.predicted_n += len(event.token_ids)
+
+    def so_far(self) -> dict[str, Any]:
+        now = time.perf_counter()
+        first = self.first_at or now
+        return llama_timings(self.prompt_n, (first - self.started) * 1e3, self.predicted_n,
+                             (now - first) * 1e3)

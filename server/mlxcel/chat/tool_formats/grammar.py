@@ -201,21 +201,24 @@ def keyed_call_lark(
     *,
     opening: Callable[[str], str],
     key: Callable[[str], str],
-    after_value: str,
+    after_value: str | Callable[[str], str],
     closing: str,
     separator: str | None = None,
     value: ValueLark = bare_value,
 ) -> str:
     """Lark for ``opening(NAME)`` then each argument as ``key(K) VALUE after_value`` (joined by
     ``separator``) then ``closing``: the formats that write arguments one by one.
+    ``after_value`` is one text, or ``after_value(K)`` where the closing tag names the key.
 
     llguidance ends a text lexeme only where it cannot go on, so a bare string never holds
     ``<`` (which opens the next tag) nor the first character of ``after_value``."""
-    excluded = "<" + (after_value[:1] if after_value[:1] not in ("", "<") else "")
+    after = after_value if callable(after_value) else lambda _: after_value
+    first = after("")[:1]
+    excluded = "<" + (first if first not in ("", "<") else "")
 
     def render(name: str, params: dict[str, Any], rules: LarkRules) -> str:
         defs = params.get("$defs")
-        items = [(f"{spell(key(k))} {value(sub, defs, excluded)} {spell(after_value)}",
+        items = [(f"{spell(key(k))} {value(sub, defs, excluded)} {spell(after(k))}",
                   required)
                  for k, sub, required in properties_of(params)]
         body = members(rules, items, spell(separator) if separator else None)

@@ -23,17 +23,14 @@ def parse_invokes(body: str, tools: Tools) -> list[RawCall]:
     return calls
 
 
-def invoke_lark(tools: Tools, spell: Spell, open_tag: str, close_tag: str) -> str:
-    """The forced-call grammar of the MiniMax XML, its tags opened with ``open_tag`` (``<`` or
-    the M3 namespace) and closed with ``close_tag``."""
+def invoke_lark(tools: Tools, spell: Spell) -> str:
+    """The forced-call grammar of the MiniMax M2 XML."""
     return keyed_call_lark(
         tools, spell,
-        opening=lambda name: f'{open_tag}minimax:tool_call>\n{open_tag}invoke name="{name}">\n'
-        if open_tag == "<" else f'{open_tag}tool_call>\n{open_tag}invoke name="{name}">\n',
-        key=lambda key: f'{open_tag}parameter name="{key}">',
-        after_value=f"{close_tag}parameter>\n",
-        closing=f"{close_tag}invoke>\n{close_tag}minimax:tool_call>" if open_tag == "<"
-        else f"{close_tag}invoke>\n{close_tag}tool_call>")
+        opening=lambda name: f'<minimax:tool_call>\n<invoke name="{name}">\n',
+        key=lambda key: f'<parameter name="{key}">',
+        after_value="</parameter>\n",
+        closing="</invoke>\n</minimax:tool_call>")
 
 
 class MinimaxM2Format(ToolFormat):
@@ -49,7 +46,7 @@ class MinimaxM2Format(ToolFormat):
 
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
-        return invoke_lark(tools, spell, "<", "</")
+        return invoke_lark(tools, spell)
 
 
 FORMAT = MinimaxM2Format()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from .models import tool_input
+from .models import DIRECT_CALLER, tool_input
 
 
 class State(enum.Enum):
@@ -58,7 +58,8 @@ def empty_block(kind: str, **fields: Any) -> dict[str, Any]:
         return {"type": "text", "text": ""}
     if kind == "thinking":
         return {"type": "thinking", "thinking": "", "signature": ""}
-    return {"type": "tool_use", "id": fields["id"], "name": fields["name"], "input": {}}
+    return {"type": "tool_use", "id": fields["id"], "name": fields["name"], "input": {},
+            "caller": DIRECT_CALLER}
 
 
 class AnthropicEventEncoder:

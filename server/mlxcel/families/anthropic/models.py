@@ -281,8 +281,22 @@ def delta_usage_of(input_tokens: int, output_tokens: int) -> dict[str, int]:
             "cache_read_input_tokens": 0, "output_tokens": output_tokens}
 
 
+# A tool_use block's ``caller``: the model called the tool itself (not code execution).
+DIRECT_CALLER: dict[str, str] = {"type": "direct"}
+
+
 def message_shell(message_id: str, model_name: str, input_tokens: int) -> dict[str, Any]:
-    """The message as ``message_start`` announces it: no content, no stop reason yet."""
-    return {"id": message_id, "type": "message", "role": "assistant", "model": model_name,
+    """The message as ``message_start`` announces it: no content, no stop reason yet (keys in
+    the real API's order, ``model`` first)."""
+    return {"model": model_name, "id": message_id, "type": "message", "role": "assistant",
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": usage_of(input_tokens, 0)}
+
+
+def message_body(shell: dict[str, Any], content: list[dict[str, Any]], stop_reason: str,
+                 stop_sequence: str | None, usage: dict[str, Any]) -> dict[str, Any]:
+    """The whole message of a JSON answer: the shell's keys, then ``stop_details`` (null: no
+    refusal) before ``usage``, as the real API sends it."""
+    return {**{k: v for k, v in shell.items() if k != "usage"}, "content": content,
+            "stop_reason": stop_reason, "stop_sequence": stop_sequence, "stop_details": None,
+            "usage": usage}

@@ -21,6 +21,7 @@ from .models import (
     MessagesRequest,
     chat_tools,
     forced_tool_choice,
+    message_body,
     message_shell,
     stop_reason,
     template_messages,
@@ -47,9 +48,8 @@ async def create_message(request: Request) -> Response:
     done = await collect(request, handle)
     parsed = read_output(turn.output, done.text)
     reason, sequence = stop_reason(done.finished, bool(parsed.calls))
-    message = {**shell, "content": content_blocks(parsed, turn.with_thinking),
-               "stop_reason": reason, "stop_sequence": sequence,
-               "usage": usage_of(done.finished.prompt_tokens, done.finished.completion_tokens)}
+    message = message_body(shell, content_blocks(parsed, turn.with_thinking), reason, sequence,
+                           usage_of(done.finished.prompt_tokens, done.finished.completion_tokens))
     return JSONResponse(message)
 
 

@@ -15,6 +15,7 @@ from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...generation import GenerationRequest
 from .models import (
+    DIRECT_CALLER,
     MessagesRequest,
     chat_tools,
     forced_tool_choice,
@@ -64,5 +65,5 @@ def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, 
         blocks.append({"type": "text", "text": parsed.content, "citations": None})
     for call in parsed.calls:
         blocks.append({"type": "tool_use", "id": new_tool_use_id(), "name": call.name,
-                       "input": tool_input(call.arguments)})
+                       "input": tool_input(call.arguments), "caller": DIRECT_CALLER})
     return blocks

@@ -17,7 +17,7 @@ from ...engine.handle import RequestHandle
 from ...engine.model import LoadedModel
 from ...generation import Finished
 from ...protocol.mlx_lm_fields import check_model_fields
-from ...protocol.timings import speculative_timings
+from ...protocol.timings import TimingsClock, request_timings, wants_timings
 from ...sse import data_event, sse_response
 from .models import (
     CompletionChunkEncoder,
@@ -57,7 +57,8 @@ async def create_completion(request: Request) -> Response:
         for handle in handles:
             handle.cancel()  # the client left (or one prompt failed): drop the rest
     payload = completion_body(gens[0].request_id, state.model_name, FINGERPRINT, choices)
-    timings = speculative_timings([finished for _, finished, _ in choices])
+    timings = request_timings([finished for _, finished, _ in choices],
+                              wants_timings(body.model_extra))
     if timings is not None:
         payload["timings"] = timings
     return JSONResponse(payload)
@@ -72,13 +73,19 @@ async def _stream(
 ) -> AsyncIterator[str]:
     encoder = CompletionChunkEncoder(handles[0].request.request_id, model_name, FINGERPRINT)
     finished: list[Finished] = []
+    per_token = wants_timings(body.model_extra)  # llama-server's timings_per_token
     try:
         for index, (handle, echo) in enumerate(zip(handles, echoes, strict=True)):
             if echo:
                 yield data_event(encoder.text(index, echo))
+            clock = TimingsClock(len(handle.request.prompt_tokens))
             async for event in stream_events(handle):
                 if not isinstance(event, Finished):
-                    yield data_event(encoder.delta(index, event, body.logprobs is not None))
+                    chunk = encoder.delta(index, event, body.logprobs is not None)
+                    if per_token:
+                        clock.feed(event)
+                        chunk["timings"] = clock.so_far()
+                    yield data_event(chunk)
                 elif event.reason == "error":
                     error = {"message": f"generation failed: {event.error}",
                              "type": "server_error", "code": None}
@@ -88,7 +95,7 @@ async def _stream(
                 else:
                     finished.append(event)
                     chunk = encoder.finish(index, event)
-                    timings = speculative_timings(event)
+                    timings = request_timings(event, per_token)
                     if timings is not None:  # only the chunk carrying finish_reason
                         chunk["timings"] = timings
                     yield data_event(chunk)

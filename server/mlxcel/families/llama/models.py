@@ -29,6 +29,7 @@ from ...generation import (
     EngineEvent,
     Finished,
     GenerationRequest,
+    PromptProgress,
     SamplingParams,
     TokenDelta,
     TokenLogprob,
@@ -102,10 +103,6 @@ def _check_unsupported(request: NativeCompletionRequest) -> None:
             "/v1/chat/completions for JSON-schema constrained decoding.",
             param="response_format",
         )
-    if request.post_sampling_probs:
-        raise InvalidRequestError(
-            "post_sampling_probs is not supported; n_probs reports the model's log "
-            "probabilities before sampling.", param="post_sampling_probs")
     if request.n_cmpl is not None and request.n_cmpl > 1:
         raise InvalidRequestError("Only n_cmpl=1 is supported.", param="n_cmpl")
     problem = limits.stop_problem(request.stop)
@@ -228,6 +225,7 @@ def native_sampling(request: NativeCompletionRequest, model: LoadedModel,
         frequency_penalty=_pick(request.frequency_penalty, defaults.frequency_penalty),
         logit_bias=native_logit_bias(request, model),
         p_less=bool(request.p_less),
+        cache_prompt=request.cache_prompt,  # false: read the prompt cold, as llama-server does
         **native_dry(request, model, defaults),
     )
 
@@ -330,6 +328,8 @@ def to_generation_requests(request: NativeCompletionRequest, model: LoadedModel,
             ignore_eos=bool(request.ignore_eos),
             logprobs=bool(request.n_probs),
             top_logprobs=min(request.n_probs or 0, model.vocab_size),
+            post_sampling_probs=bool(request.post_sampling_probs),
+            report_progress=bool(request.stream and request.return_progress),
             logits_processor_factories=raw_prompt_factories(model, budget, tokens) + constraint,
             request_id=request_id,
         )
@@ -393,19 +393,18 @@ class NativeRun:
         if with_timings:  # timings_per_token: the timings so far on every partial
             chunk["timings"] = self.timings_so_far()
         if self.gen.logprobs:
-            chunk["completion_probabilities"] = completion_probabilities(event.logprobs)
+            chunk["completion_probabilities"] = completion_probabilities(
+                event.logprobs, self.gen.post_sampling_probs)
         return chunk
 
-    def progress(self, evaluated: bool = False) -> dict[str, Any]:
-        """A ``return_progress`` event (llama-server's ``prompt_progress``): nothing processed
-        before the prompt is evaluated, all of it once the first token shows it was (the
-        engine does not report chunks in between). The cache share is known only at the end
-        (``timings.cache_n``)."""
-        total = len(self.gen.prompt_tokens)
-        elapsed = (time.perf_counter() - self.started) * 1e3 if evaluated else 0.0
+    def progress(self, event: PromptProgress) -> dict[str, Any]:
+        """A ``return_progress`` partial (llama-server's ``prompt_progress``): the prompt's
+        tokens, those taken from the prompt cache, those in the cache so far (cached ones
+        included), and the milliseconds since the request was submitted."""
         chunk = self._partial("", [])
-        chunk["prompt_progress"] = {"total": total, "cache": 0,
-                                    "processed": total if evaluated else 0, "time_ms": elapsed}
+        chunk["prompt_progress"] = {
+            "total": event.total, "cache": event.cached, "processed": event.processed,
+            "time_ms": (time.perf_counter() - self.started) * 1e3}
         return chunk
 
     def timings_so_far(self) -> dict[str, Any]:
@@ -480,6 +479,7 @@ def generation_settings(request: NativeCompletionRequest, gen: GenerationRequest
         stop=list(gen.stop), ignore_eos=gen.ignore_eos, stream=request.stream,
         n_probs=gen.top_logprobs, grammar=request.grammar if isinstance(request.grammar, str)
         else "", timings_per_token=bool(request.timings_per_token),
+        post_sampling_probs=gen.post_sampling_probs,
         dry_sequence_breakers=list(request.dry_sequence_breakers
                                    if request.dry_sequence_breakers is not None
                                    else DEFAULT_STRING_BREAKERS))

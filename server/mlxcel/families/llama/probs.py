@@ -10,14 +10,27 @@ time, so the loop runs between two tokens, and holds no more than one token's di
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ...generation import TokenLogprob
 
 
-def completion_probabilities(items: tuple[TokenLogprob, ...]) -> list[dict[str, Any]]:
+def completion_probabilities(items: tuple[TokenLogprob, ...], post_sampling: bool = False
+                             ) -> list[dict[str, Any]]:
     """llama-server's ``completion_probabilities``: per generated token its id, text, bytes
-    and log probability, with the ``n_probs`` most likely tokens at that step."""
+    and log probability, with the ``n_probs`` most likely tokens at that step. With
+    ``post_sampling_probs``, probabilities (``prob``, ``top_probs``) of the distribution the
+    sampler drew from, the tokens its filters removed left out of ``top_probs``."""
+    if post_sampling:
+        return [
+            {"id": lp.token_id, "token": lp.token, "bytes": list(lp.bytes),
+             "prob": _probability(lp.logprob),
+             "top_probs": [{"id": t.token_id, "token": t.token, "bytes": list(t.bytes),
+                            "prob": _probability(t.logprob)}
+                           for t in lp.top if _probability(t.logprob) > 0.0]}
+            for lp in items
+        ]
     return [
         {"id": lp.token_id, "token": lp.token, "bytes": list(lp.bytes), "logprob": lp.logprob,
          "top_logprobs": [{"id": t.token_id, "token": t.token, "bytes": list(t.bytes),
@@ -26,17 +39,25 @@ def completion_probabilities(items: tuple[TokenLogprob, ...]) -> list[dict[str, 
     ]
 
 
+def _probability(logprob: float) -> float:
+    """The rendered logprob as a probability (the renderer's -9999 floor is an impossible
+    token: 0)."""
+    return 0.0 if logprob <= -9999.0 else math.exp(logprob)
+
+
 def _dumps(value: Any) -> str:
     # Starlette's JSONResponse rendering: UTF-8, no NaN, no spaces.
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def encode_final(body: dict[str, Any], probabilities: list[TokenLogprob] | None) -> str:
-    """``body`` as JSON, with ``completion_probabilities`` (one token at a time) last when
-    given."""
+def encode_final(body: dict[str, Any], probabilities: list[TokenLogprob] | None,
+                 post_sampling: bool = False) -> str:
+    """``body`` as JSON, with ``completion_probabilities`` (one token at a time, in the
+    ``post_sampling_probs`` form when asked) last when given."""
     head = _dumps(body)
     if probabilities is None:
         return head
-    items = ",".join(_dumps(completion_probabilities((lp,))[0]) for lp in probabilities)
+    items = ",".join(_dumps(completion_probabilities((lp,), post_sampling)[0])
+                     for lp in probabilities)
     joiner = "," if body else ""
     return f'{head[:-1]}{joiner}"completion_probabilities":[{items}]}}'

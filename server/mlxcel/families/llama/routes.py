@@ -13,13 +13,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ...api.generation import _watch_disconnect, stream_events
+from ...api.generation import _watch_disconnect
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import AppState, app_state
 from ...engine.handle import RequestHandle
 from ...errors import ServerError
-from ...generation import Finished, TokenDelta
+from ...generation import Finished, PromptProgress
 from ...sse import data_event, sse_response
 from .errors import LLAMA_ERROR_SHAPE
 from .models import (
@@ -84,7 +84,8 @@ class _FinalRenderer:
     def encode(self, runs: list[NativeRun]) -> bytes:
         """The non-streamed answer: one final object, or an array of them for several
         prompts (run off the loop: it grows with n_probs)."""
-        finals = [encode_final(self(run, streamed=False), run.probabilities(streamed=False))
+        finals = [encode_final(self(run, streamed=False), run.probabilities(streamed=False),
+                               run.gen.post_sampling_probs)
                   for run in runs]
         return (finals[0] if len(finals) == 1 else f"[{','.join(finals)}]").encode("utf-8")
 
@@ -107,27 +108,27 @@ async def _collect(request: Request, handle: RequestHandle, run: NativeRun) -> N
 async def _stream(handles: list[RequestHandle], runs: list[NativeRun],
                   renderer: _FinalRenderer) -> AsyncIterator[str]:
     """Partials (``stop: false``) then one final object per prompt; no ``[DONE]``. With
-    ``return_progress``, a prompt-progress partial before the prompt is evaluated and one once
-    it is; with ``timings_per_token``, the timings so far on every partial."""
+    ``return_progress``, a prompt-progress partial before the prompt is read, after each
+    prefill chunk and once it is all read (the engine's ``PromptProgress``); with
+    ``timings_per_token``, the timings so far on every partial."""
     body = renderer.body
     try:
         for handle, run in zip(handles, runs, strict=True):
-            if body.return_progress:
-                yield data_event(run.progress())
-            async for event in stream_events(handle):
-                if body.return_progress and run.first_token_at is None \
-                        and isinstance(event, TokenDelta) and event.token_ids:
-                    yield data_event(run.progress(evaluated=True))
-                run.feed(event)
-                if not isinstance(event, Finished):
-                    yield data_event(run.partial(event, bool(body.timings_per_token)))
-                elif event.reason == "error":
-                    error = {"code": 500, "message": f"generation failed: {event.error}",
-                             "type": "server_error"}
-                    yield data_event({"error": error})
-                    return
-                else:
-                    yield data_event(renderer(run, streamed=True))
+            async for batch in handle.batches_with_progress():
+                for event in batch:
+                    if isinstance(event, PromptProgress):
+                        yield data_event(run.progress(event))
+                        continue
+                    run.feed(event)
+                    if not isinstance(event, Finished):
+                        yield data_event(run.partial(event, bool(body.timings_per_token)))
+                    elif event.reason == "error":
+                        error = {"code": 500, "message": f"generation failed: {event.error}",
+                                 "type": "server_error"}
+                        yield data_event({"error": error})
+                        return
+                    else:
+                        yield data_event(renderer(run, streamed=True))
     finally:
         for handle in handles:
             handle.cancel()

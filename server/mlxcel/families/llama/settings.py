@@ -37,6 +37,7 @@ class ParamsView:
     n_probs: int = 0
     grammar: str = ""
     timings_per_token: bool = False
+    post_sampling_probs: bool = False
     speculative_n_max: int = 16
     chat_format: str = "Content-only"
     reasoning_format: str = "none"
@@ -87,7 +88,7 @@ def params_body(view: ParamsView) -> dict[str, Any]:
         "speculative.n_min": 0,
         "speculative.p_min": 0.75,
         "timings_per_token": view.timings_per_token,
-        "post_sampling_probs": False,
+        "post_sampling_probs": view.post_sampling_probs,
         "lora": [],
     }
 

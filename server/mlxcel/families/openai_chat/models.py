@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...chat.continuation import continued_field
+from ...chat.continuation import continued_field, prefilled_field
 from ...chat.forced_choice import forced_call_factories
 from ...chat.multimodal import image_part
 from ...chat.output import OutputSetup
@@ -194,6 +194,7 @@ def to_chat_setup(
     model: LoadedModel,
     defaults: GenerationDefaults,
     server_template_kwargs: dict[str, Any] | None = None,
+    prefill_assistant: bool = False,
 ) -> ChatSetup:
     request.check_n()
     plan = plan_tools(request.tools, request.tool_choice)
@@ -209,6 +210,8 @@ def to_chat_setup(
     extra = request.model_extra or {}
     continued = continued_field(extra.get("continue_final_message"),
                                 extra.get("add_generation_prompt"))
+    if continued is None and prefill_assistant:
+        continued = prefilled_field(messages)  # llama-server's --prefill-assistant
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
                          role_mapping=request.role_mapping, continue_final=continued)
     sampling = request.sampling(defaults)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...chat.tool_calls import ParsedToolCall
-from ...generation import Finished
+from ...generation import Finished, PromptProgress
 from ...generation.pieces import (
     CallArguments,
     CallEnd,
@@ -133,6 +133,13 @@ class ChatChunkEncoder:
 
     def role(self) -> dict[str, Any]:
         return self._chunk({"role": "assistant"}, None)
+
+    def progress(self, progress: PromptProgress, elapsed_ms: float) -> dict[str, Any]:
+        """llama-server's ``return_progress`` chunk: an empty assistant delta carrying
+        ``prompt_progress`` (``total``, ``cache``, ``processed``, ``time_ms``)."""
+        return {**self._chunk({"role": "assistant", "content": None}, None),
+                "prompt_progress": {"total": progress.total, "cache": progress.cached,
+                                    "processed": progress.processed, "time_ms": elapsed_ms}}
 
     def pieces(self, pieces: list[Piece], logprobs: Any = None) -> list[dict[str, Any]]:
         """Chunks for the pieces of one engine event; its logprobs ride on the first chunk,

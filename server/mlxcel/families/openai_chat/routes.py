@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect, stream_batches
+from ...api.generation import collect, stream_batches_with_progress
 from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority
 from ...api.state import FINGERPRINT, AppState, app_state
 from ...chat.template import apply_template_override
 from ...engine.handle import RequestHandle
-from ...generation import Finished
+from ...generation import Finished, PromptProgress
 from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
-from ...protocol.timings import speculative_timings
+from ...protocol.timings import TimingsClock, request_timings, wants_timings
 from ...sse import data_event, sse_response
 from .models import ChatCompletionRequest, ChatSetup, to_chat_setup
 from .render import (
@@ -55,7 +56,7 @@ async def _chat_setup(request: Request
     template, server_kwargs = _server_chat_settings(state)
     apply_template_override(model, template)
     setup = await prepare_prompt(model, to_chat_setup, body, model, state.config.defaults,
-                                 server_kwargs)
+                                 server_kwargs, state.config.prefill_assistant)
     return state, body, setup, adapter
 
 
@@ -75,6 +76,10 @@ async def create_chat_completion(request: Request) -> Response:
     if adapter is not None:
         setup = dataclasses.replace(
             setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
+    if body.stream and (body.model_extra or {}).get("return_progress") is True:
+        # llama-server's return_progress (its web UI asks for it on this route).
+        setup = dataclasses.replace(
+            setup, generation=dataclasses.replace(setup.generation, report_progress=True))
     handle = state.engine.submit(setup.generation, request_priority(request))
     count_tokens = _token_counter(state.require_model())
     if body.stream:
@@ -88,7 +93,7 @@ async def create_chat_completion(request: Request) -> Response:
     output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs,
                         count_tokens(parser.reasoning))
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
-    timings = speculative_timings(done.finished)
+    timings = request_timings(done.finished, wants_timings(body.model_extra))
     if timings is not None:
         payload["timings"] = timings
     return JSONResponse(payload)
@@ -106,35 +111,48 @@ async def _stream(
     encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT)
     parser = setup.new_parser()
     want_logprobs = body.wants_logprobs()
+    # llama-server's timings_per_token: the timings so far on every chunk with tokens.
+    clock = TimingsClock(len(handle.request.prompt_tokens)) \
+        if wants_timings(body.model_extra) else None
+    started = time.perf_counter()
     yield data_event(encoder.role())
-    async for batch in stream_batches(handle):
+    async for batch in stream_batches_with_progress(handle):
         out: list[str] = []  # one socket write per batch of events
         for event in batch:
-            if isinstance(event, Finished):
+            if isinstance(event, PromptProgress):
+                elapsed = (time.perf_counter() - started) * 1e3
+                out.append(data_event(encoder.progress(event, elapsed)))
+            elif isinstance(event, Finished):
                 chunks = encoder.pieces(parser.finish())
                 _warn_if_forced_without_call(setup, bool(parser.calls))
                 chunks += _closing_chunks(encoder, event, body.wants_usage_chunk(),
-                                          bool(parser.calls), count_tokens(parser.reasoning))
+                                          bool(parser.calls), count_tokens(parser.reasoning),
+                                          clock is not None)
                 out.extend(data_event(chunk) for chunk in chunks)
                 out.append(data_event("[DONE]"))
             else:
                 logprobs = stream_logprobs(event.logprobs, want_logprobs)
                 pieces = parser.feed(event.text)
-                out.extend(data_event(chunk) for chunk in encoder.pieces(pieces, logprobs))
+                chunks = encoder.pieces(pieces, logprobs)
+                if clock is not None:
+                    clock.feed(event)
+                    for chunk in chunks:
+                        chunk["timings"] = clock.so_far()
+                out.extend(data_event(chunk) for chunk in chunks)
         if out:
             yield "".join(out)
 
 
 def _closing_chunks(
     encoder: ChatChunkEncoder, finished: Finished, with_usage: bool, has_calls: bool,
-    reasoning_tokens: int = 0,
+    reasoning_tokens: int = 0, with_timings: bool = False,
 ) -> list[dict[str, Any]]:
     if finished.reason == "error":
         # openai-python raises APIError on a data payload with a top-level "error" key.
         message = f"generation failed: {finished.error}"
         return [{"error": {"message": message, "type": "server_error", "code": None}}]
     chunks = [encoder.finish(finished, has_calls)]
-    timings = speculative_timings(finished)
+    timings = request_timings(finished, with_timings)
     if timings is not None:  # only the chunk carrying finish_reason
         chunks[0]["timings"] = timings
     if with_usage:
