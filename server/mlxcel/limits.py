@@ -104,8 +104,14 @@ def logprob_entries_problem(n_probs: int, tokens: int) -> str | None:
 def check_tokenize_length(text: str) -> None:
     """400 ``context_length_exceeded`` for a text longer than one tokenizer call may take
     (checked before tokenizing: a 10 MiB text once held the server for seconds)."""
+    check_text_length(len(text), "The text to tokenize is {} characters long")
+
+
+def check_text_length(characters: int, what: str) -> None:
+    """``check_tokenize_length`` for a text of ``characters`` characters, known before the
+    text itself is built; ``what`` says what they are (``{}``: the count)."""
     limit = active().max_tokenize_chars
-    if len(text) > limit:
+    if characters > limit:
         raise ContextLengthExceeded(
-            f"The text to tokenize is {len(text)} characters long; the server tokenizes at most "
-            f"{limit} at once (--max-tokenize-chars).")
+            f"{what.format(characters)}; the server tokenizes at most {limit} at once "
+            "(--max-tokenize-chars).")

@@ -14,6 +14,7 @@ from typing import Any
 
 from jinja2 import TemplateError
 
+from .. import limits
 from ..errors import InvalidRequestError
 from ..generation import VisionInputs
 from ..generation.model import ModelView
@@ -74,6 +75,7 @@ def render_chat(
     (chat/multimodal.py) are a 400 on a text-only model and pixels on a VLM. With
     ``continue_final`` (a message field, ``chat/continuation.py``) the last assistant message
     is left open instead."""
+    check_text_length(messages)
     continued = check_continuable(messages, continue_final) if continue_final else None
     messages, media = prepare_media(model, messages)
     if model.chat_template is None:
@@ -106,6 +108,29 @@ def render_chat(
         tokens, vision = vision_prompt(model, text, media)
         return RenderedPrompt(text, tokens, vision)
     return RenderedPrompt(text, model.encode(text))
+
+
+# Roles whose text every chat template renders (an assistant turn's text or reasoning may be
+# left out of the prompt by the template, so it is not counted).
+_RENDERED_ROLES = frozenset({"system", "developer", "user", "tool"})
+
+
+def check_text_length(messages: list[dict[str, Any]]) -> None:
+    """400 ``context_length_exceeded`` before rendering when the text of the messages every
+    template renders is already longer than one tokenizer call may take: rendering 24 MiB
+    through the template costs a few long string operations, each holding the interpreter
+    lock (and so the event loop) for its whole length."""
+    total = 0
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in _RENDERED_ROLES:
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(len(part["text"]) for part in content
+                         if isinstance(part, dict) and isinstance(part.get("text"), str))
+    limits.check_text_length(total, "The messages hold {} characters of text to tokenize")
 
 
 def render_chat_prompt(
