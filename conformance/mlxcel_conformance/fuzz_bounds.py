@@ -7,30 +7,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, TypeGuard
 
 from . import spec
+
+
+def _properties(node: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every (name, schema) of a ``properties`` object anywhere under ``node``."""
+    if isinstance(node, dict):
+        for name, prop in (node.get("properties") or {}).items():
+            if isinstance(prop, dict):
+                yield name, prop
+        for value in node.values():
+            yield from _properties(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _properties(value)
 
 
 def fuzz_limits() -> dict[str, int]:
     """Property -> fuzz maximum; -1 for properties marked ``x-mlxcel-fuzz-skip`` (left out of
     generated bodies: they name server state, e.g. a stored response id)."""
     limits: dict[str, int] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for name, prop in (node.get("properties") or {}).items():
-                if isinstance(prop, dict) and "x-mlxcel-fuzz-maximum" in prop:
-                    limits[name] = int(prop["x-mlxcel-fuzz-maximum"])
-                if isinstance(prop, dict) and prop.get("x-mlxcel-fuzz-skip"):
-                    limits[name] = -1
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec.load_spec())
+    for name, prop in _properties(spec.load_spec()):
+        if "x-mlxcel-fuzz-maximum" in prop:
+            limits[name] = int(prop["x-mlxcel-fuzz-maximum"])
+        if prop.get("x-mlxcel-fuzz-skip"):
+            limits[name] = -1
     return limits
 
 
@@ -54,21 +58,8 @@ def _clamp_ids(value: Any, low: int, high: int) -> Any:
 def fuzz_floors() -> dict[str, int]:
     """``x-mlxcel-fuzz-minimum`` on a property (e.g. ``n_predict``, whose -1 means "fill the
     context"): values below it are raised before sending."""
-    floors: dict[str, int] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for name, prop in (node.get("properties") or {}).items():
-                if isinstance(prop, dict) and "x-mlxcel-fuzz-minimum" in prop:
-                    floors[name] = int(prop["x-mlxcel-fuzz-minimum"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec.load_spec())
-    return floors
+    return {name: int(prop["x-mlxcel-fuzz-minimum"])
+            for name, prop in _properties(spec.load_spec()) if "x-mlxcel-fuzz-minimum" in prop}
 
 
 def _number(value: Any) -> TypeGuard[int | float]:
