@@ -28,3 +28,18 @@ def test_without_probabilities_and_with_none() -> None:
     assert encode_final({"a": 1}, None) == '{"a":1}'
     assert json.loads(encode_final({"a": 1}, [])) == {"a": 1, "completion_probabilities": []}
     assert json.loads(encode_final({}, [])) == {"completion_probabilities": []}
+
+
+def test_cached_entry_pieces_encode_as_the_dictionaries_do() -> None:
+    """The fast path (entry JSON built from cached per-token pieces) against json.dumps of
+    the dictionaries, with text that needs escapes and floats at their edges."""
+    texts = ['"quoted"', "back\\slash", "tab\tnew\nline", "\x01ctl", "é😀", "</s>", ""]
+    values = [-9999.0, -0.0, 0.0, -1e-20, -123.456789012345, -2.5e-7]
+    top = tuple(TopLogprob(token=t, logprob=v, bytes=tuple(t.encode()), token_id=k)
+                for k, (t, v) in enumerate(zip(texts, values * 2, strict=False)))
+    probabilities = [TokenLogprob(token_id=k, token=t, logprob=values[k % len(values)],
+                                  bytes=tuple(t.encode()), top=top)
+                     for k, t in enumerate(texts)] * 2  # the second pass hits the cache
+    whole = {"completion_probabilities": completion_probabilities(tuple(probabilities))}
+    assert encode_final({}, probabilities) == json.dumps(
+        whole, ensure_ascii=False, separators=(",", ":"))
