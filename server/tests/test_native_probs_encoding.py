@@ -21,11 +21,11 @@ def test_encoded_one_token_at_a_time_equals_the_whole() -> None:
     whole = {**body, "completion_probabilities": completion_probabilities(tuple(probabilities))}
     encoded = encode_final(body, probabilities)
     assert json.loads(encoded) == whole
-    assert encoded == json.dumps(whole, ensure_ascii=False, separators=(",", ":"))
+    assert encoded == json.dumps(whole, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def test_without_probabilities_and_with_none() -> None:
-    assert encode_final({"a": 1}, None) == '{"a":1}'
+    assert encode_final({"a": 1}, None) == b'{"a":1}'
     assert json.loads(encode_final({"a": 1}, [])) == {"a": 1, "completion_probabilities": []}
     assert json.loads(encode_final({}, [])) == {"completion_probabilities": []}
 
@@ -42,4 +42,4 @@ def test_cached_entry_pieces_encode_as_the_dictionaries_do() -> None:
                      for k, t in enumerate(texts)] * 2  # the second pass hits the cache
     whole = {"completion_probabilities": completion_probabilities(tuple(probabilities))}
     assert encode_final({}, probabilities) == json.dumps(
-        whole, ensure_ascii=False, separators=(",", ":"))
+        whole, ensure_ascii=False, separators=(",", ":")).encode()

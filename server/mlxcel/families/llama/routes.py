@@ -87,7 +87,7 @@ class _FinalRenderer:
         finals = [encode_final(self(run, streamed=False), run.probabilities(streamed=False),
                                run.gen.post_sampling_probs)
                   for run in runs]
-        return (finals[0] if len(finals) == 1 else f"[{','.join(finals)}]").encode("utf-8")
+        return finals[0] if len(finals) == 1 else b"".join([b"[", b",".join(finals), b"]"])
 
 
 async def _collect(request: Request, handle: RequestHandle, run: NativeRun) -> None:
