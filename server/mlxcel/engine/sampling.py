@@ -100,12 +100,7 @@ class RequestSampler:
             # Keep only the k best as candidates: every later filter then works on k values.
             ids = mx.argpartition(-logits, kth=self.top_k - 1, axis=-1)[..., : self.top_k]
             logits = mx.take_along_axis(logits, ids, axis=-1)
-        if p.p_less:
-            logits = _p_less(logits)
-        if 0.0 < p.top_p < 1.0:
-            logits = _top_p(logits, p.top_p)
-        if p.min_p > 0.0:
-            logits = _min_p(logits, p.min_p)
+        logits = _probability_filters(logits, p)
         if p.xtc_probability > 0.0 and p.xtc_threshold < 0.5:
             logits = _xtc(logits, p.xtc_threshold, p.xtc_probability, self._split())
         choice = mx.random.categorical(logits, axis=-1, key=self._split())
@@ -127,13 +122,19 @@ def post_sampling_logprobs(logprobs: mx.array, params: SamplingParams) -> mx.arr
     logits = values / params.temperature
     if 0 < params.top_k < values.shape[-1]:
         logits = _top_k(logits, params.top_k)
+    logits = _probability_filters(logits, params)
+    return logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+
+
+def _probability_filters(logits: mx.array, params: SamplingParams) -> mx.array:
+    """p_less, top_p and min_p, in the sampler's order."""
     if params.p_less:
         logits = _p_less(logits)
     if 0.0 < params.top_p < 1.0:
         logits = _top_p(logits, params.top_p)
     if params.min_p > 0.0:
         logits = _min_p(logits, params.min_p)
-    return logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+    return logits
 
 
 def greedy_sampler(logprobs: mx.array) -> mx.array:

@@ -27,8 +27,8 @@ def completion_probabilities(items: tuple[TokenLogprob, ...], post_sampling: boo
             {"id": lp.token_id, "token": lp.token, "bytes": list(lp.bytes),
              "prob": _probability(lp.logprob),
              "top_probs": [{"id": t.token_id, "token": t.token, "bytes": list(t.bytes),
-                            "prob": _probability(t.logprob)}
-                           for t in lp.top if _probability(t.logprob) > 0.0]}
+                            "prob": prob}
+                           for t in lp.top if (prob := _probability(t.logprob)) > 0.0]}
             for lp in items
         ]
     return [
