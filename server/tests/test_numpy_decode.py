@@ -23,6 +23,7 @@ from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_w
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
 from mlxcel.engine.numpy_decode.parallel import Workers, product
+from mlxcel.engine.numpy_decode.weights import rotation_order
 from mlxcel.engine.worker import EngineConfig
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
@@ -54,7 +55,7 @@ def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
 
 
 def _pool(weights: Any) -> KVPool:
-    return KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim)
+    return KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim, weights.key_order)
 
 
 def test_logits_match_mlx_to_float32_rounding(loaded: tuple[Any, Any]) -> None:
@@ -226,10 +227,15 @@ def test_logprobs_are_read_only_when_asked_and_sum_to_one(loaded: tuple[Any, Any
 @pytest.mark.parametrize("traditional", [False, True])
 def test_rotary_embedding_matches_mlx(traditional: bool, loaded: tuple[Any, Any]) -> None:
     weights = extract(loaded[0])
-    weights.rope_traditional, weights.rope_scale = traditional, 0.5
+    weights.rope_scale = 0.5
     x = np.random.default_rng(0).standard_normal((5, 4, weights.head_dim)).astype(np.float32)
     positions = np.array([0, 1, 2, 700, 30000])
-    got = RopeTable(weights).at(positions)(x)
+    order = rotation_order(weights.head_dim, traditional)  # the forward's feature order
+    if order is None:
+        got = RopeTable(weights).at(positions)(x)
+    else:
+        turned = RopeTable(weights).at(positions)(np.ascontiguousarray(x[..., order]))
+        got = turned[..., np.argsort(order)]
     for row, position in enumerate(positions):
         expected = mx.fast.rope(mx.array(x[row:row + 1].transpose(1, 0, 2))[None],
                                 weights.head_dim, traditional=traditional,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mlx.nn as nn
+import tokenizers
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 
 from ..limits import check_tokenize_length
@@ -64,8 +66,23 @@ class LoadedModel:
         return [0]
 
     def decode(self, token_ids: list[int]) -> str:
-        text: str = self.tokenizer.decode(token_ids)
-        return text
+        return self._decode(token_ids)
+
+    @cached_property
+    def _decode(self) -> Callable[[list[int]], str]:
+        """The tokenizer's decode; straight to its Rust backend when transformers' wrapper
+        would return the backend's text unchanged (no clean-up of spaces), which saves ~15 us
+        of Python per call: streaming decodes twice per generated token."""
+        wrapped = getattr(self.tokenizer, "_tokenizer", None)
+        backend = getattr(wrapped, "_tokenizer", None)
+        if (isinstance(backend, tokenizers.Tokenizer)
+                and getattr(wrapped, "clean_up_tokenization_spaces", True) is False):
+            rust = backend
+
+            def decode(token_ids: list[int]) -> str:
+                return rust.decode(token_ids, skip_special_tokens=False)
+            return decode
+        return cast(Callable[[list[int]], str], self.tokenizer.decode)
 
 
 def model_display_name(path_or_repo: str) -> str:

@@ -377,7 +377,7 @@ class Engine:
             slot=slot,
             uid=-1,
             handle=handle,
-            detok=IncrementalDetokenizer(model.tokenizer),
+            detok=IncrementalDetokenizer(model),
             stops=StopMatcher(request.stop),
             loop=loop_detection.resolve(request.sampling.loop_detection, model.config),
             eos=set() if request.ignore_eos else model.eos_token_ids,

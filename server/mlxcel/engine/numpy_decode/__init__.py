@@ -58,7 +58,8 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
         return None
     limit_numpy_blas(1)
     threads = int(os.environ.get(THREADS_ENV) or 1)
-    weights.matmul = Workers(threads).matmul
+    if threads > 1:  # else the default, ``parallel.product``, on the calling thread
+        weights.matmul = Workers(threads).matmul
     log.info("decoding on the NumPy path (--numpy-decode), large products on %d thread(s)",
              threads)
     return weights

@@ -75,7 +75,8 @@ class NumpyBatch:
                  cache_dtype: mx.Dtype = mx.float32) -> None:
         self.weights = weights
         self.rope = RopeTable(weights)
-        self.pool = KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim)
+        self.pool = KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim,
+                           weights.key_order)
         self.prefill_step_size = max(1, prefill_step_size)
         self.cache_dtype = cache_dtype
         self._sequences: dict[int, _Sequence] = {}
@@ -127,7 +128,8 @@ class NumpyBatch:
         del self._sequences[seq.uid]
         del self._by_slot[seq.slot]
         if not self._sequences:  # an empty batch gives back what long sequences grew
-            self.pool = KVPool(self.pool.layers, self.pool.kv_heads, self.pool.head_dim)
+            self.pool = KVPool(self.pool.layers, self.pool.kv_heads, self.pool.head_dim,
+                               self.pool.key_order)
             return
         moved = self.pool.remove(seq.slot)
         if moved is not None:  # the last slot's sequence now lives in the freed one

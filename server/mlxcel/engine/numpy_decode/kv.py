@@ -5,7 +5,9 @@ hold those).
 ``(layers, slots, kv_heads, capacity, head_dim)``: a sequence owns a slot, and the occupied
 slots are always ``0..count-1`` (a removed sequence's slot takes the last one's), so the
 decoding sequences' keys at one layer are a strided view, ``keys[layer, a:b]``, that one
-batched product reads without copying. Slots and capacity grow by reallocation.
+batched product reads without copying. Slots and capacity grow by reallocation. A head's key
+features are held in the forward pass's rotation order (``weights.rotation_order``) and put back
+in the model's own order for MLX.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ STEP = 256
 
 
 class KVPool:
-    def __init__(self, layers: int, kv_heads: int, head_dim: int) -> None:
+    def __init__(self, layers: int, kv_heads: int, head_dim: int,
+                 key_order: np.ndarray | None = None) -> None:
         self.layers, self.kv_heads, self.head_dim = layers, kv_heads, head_dim
+        self.key_order = key_order
+        self._model_order = None if key_order is None else np.argsort(key_order)
         self.keys = np.zeros((layers, 0, kv_heads, 0, head_dim), np.float32)
         self.values = np.zeros_like(self.keys)
         self.lengths: list[int] = []
@@ -87,7 +92,10 @@ class KVPool:
                 keys = stored[0][0, :, :length].astype(mx.float32)
                 values = stored[1][0, :, :length].astype(mx.float32)
                 mx.eval(keys, values)
-                self.keys[layer, slot, :, :length] = np.asarray(keys)
+                held = np.asarray(keys)
+                if self.key_order is not None:
+                    held = held[..., self.key_order]
+                self.keys[layer, slot, :, :length] = held
                 self.values[layer, slot, :, :length] = np.asarray(values)
         self.lengths[slot] = length
 
@@ -98,7 +106,10 @@ class KVPool:
         for layer in range(self.layers):
             cache = KVCache()
             if length:
-                keys = mx.array(self.keys[layer, slot, None, :, :length]).astype(dtype)
+                held = self.keys[layer, slot, None, :, :length]
+                if self._model_order is not None:
+                    held = held[..., self._model_order]
+                keys = mx.array(held).astype(dtype)
                 values = mx.array(self.values[layer, slot, None, :, :length]).astype(dtype)
                 cache.state = (keys, values, length)
             out.append(cache)

@@ -1,9 +1,20 @@
 """The weights of a dense llama-family model (mlx-lm's llama, mistral, qwen2, qwen3) as numpy
 arrays, for the NumPy forward pass (``forward.py``), or the reason a model cannot take it.
 
-Float32 weights are shared with MLX, not copied (numpy reads the evaluated MLX arrays through
-the buffer protocol; the model keeps them alive). Half-precision weights are converted to
-float32 once (numpy has no fast half-precision products), which doubles their memory.
+At one sequence a step of a small model is bound by the number of numpy calls, not by the
+arithmetic, so each layer's weights are rearranged once, into copies (the path holds its own
+float32 copy of every layer's products; the embeddings and an untied head stay views of MLX's
+arrays when they are float32):
+
+- the query, key and value projections are one product, and the gate and up projections one;
+- each RMSNorm weight, times the square root of its width, is folded into the products that
+  read the norm's output (the forward divides by ``sqrt(sum(x**2) + width * eps)``);
+- the attention scale is folded into the queries (their norm weight, or their projection);
+- the gate's weights are halved: ``silu(g) * u = (g/2) * (1 + tanh(g/2)) * u``;
+- each head's query and key features are reordered so that the pairs the rotary embedding
+  turns together sit side by side (``rotation_order``): a rotation is one complex product.
+  Attention reads queries and keys only through their dot products, which the same order on
+  both leaves unchanged; the KV pool stores keys in this order (``kv.py`` converts).
 """
 
 from __future__ import annotations
@@ -41,15 +52,14 @@ class Linear:
 
 @dataclass
 class Layer:
-    input_norm: np.ndarray
-    post_norm: np.ndarray
-    q: Linear
-    k: Linear
-    v: Linear
+    """One decoder layer, its weights rearranged for fewer operations per step (see the module
+    docstring): products side by side, norm weights, the attention scale and half of SwiGLU's
+    gate folded into the products' weights, queries and keys in rotation order."""
+
+    qkv: Linear  # queries, keys and values side by side
     o: Linear
     qk_norm: np.ndarray | None  # qwen3's q_norm and k_norm, one row per head (heads + kv)
-    gate: Linear
-    up: Linear
+    gate_up: Linear  # half the gate, then up
     down: Linear
 
 
@@ -60,14 +70,14 @@ class Weights:
     norm: np.ndarray
     lm_head_t: np.ndarray  # (hidden, vocab)
     eps: float
+    hidden: int
     n_heads: int
     n_kv_heads: int
     head_dim: int
-    scale: float
     rope_base: float
     rope_scale: float
-    rope_traditional: bool
     dtype: mx.Dtype  # the model's own: caches handed back to MLX are converted to it
+    key_order: np.ndarray | None  # the order of a head's key features in the KV pool
     matmul: MatMul = field(default=product)  # ``parallel.Workers``' matmul uses more cores
 
     @property
@@ -91,11 +101,53 @@ def _exact(module: Any, kind: type[nn.Module], what: str) -> Any:
     return module
 
 
-def _linear(module: Any, what: str) -> Linear:
+def _matrix(module: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """An ``nn.Linear``'s ``(out, in)`` weight and its bias, float32."""
     _exact(module, nn.Linear, what)
     params = module.parameters()
     bias = params.get("bias")
-    return Linear(as_numpy(params["weight"]).T, None if bias is None else as_numpy(bias))
+    return as_numpy(params["weight"]), None if bias is None else as_numpy(bias)
+
+
+def _linear(module: Any, what: str) -> Linear:
+    weight, bias = _matrix(module, what)
+    return Linear(weight.T, bias)
+
+
+def _side_by_side(parts: list[tuple[np.ndarray, np.ndarray | None]], scale: np.ndarray
+                  ) -> Linear:
+    """One product for several: their ``(out, in)`` weights stacked, each input feature's
+    column times ``scale`` (a norm weight folded in)."""
+    weight = np.concatenate([w for w, _ in parts]) * scale[None, :]
+    biases = [b for _, b in parts]
+    bias = None
+    if any(b is not None for b in biases):
+        bias = np.concatenate([np.zeros(w.shape[0], np.float32) if b is None else b
+                               for (w, _), b in zip(parts, biases, strict=True)])
+    return Linear(weight.T, bias)
+
+
+def rotation_order(head_dim: int, traditional: bool) -> np.ndarray | None:
+    """The order of a head's features that puts each rotated pair side by side: traditional
+    rotary embeddings turn (0, 1), (2, 3), ... already; half-split ones turn (i, i + d/2)."""
+    if traditional:
+        return None
+    half = head_dim // 2
+    return np.stack([np.arange(half), np.arange(half) + half], axis=1).reshape(-1)
+
+
+def _per_head(part: tuple[np.ndarray, np.ndarray | None], heads: int, head_dim: int,
+              order: np.ndarray | None, scale: float = 1.0
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+    """A projection's output features reordered within each head, times ``scale``."""
+    weight, bias = part
+    if order is not None:
+        rows = (np.arange(heads)[:, None] * head_dim + order[None, :]).reshape(-1)
+        weight, bias = weight[rows], None if bias is None else bias[rows]
+    if scale != 1.0:
+        weight, bias = weight * np.float32(scale), None if bias is None else bias * np.float32(
+            scale)
+    return weight, bias
 
 
 def _norm(module: Any, what: str) -> tuple[np.ndarray, float]:
@@ -103,21 +155,35 @@ def _norm(module: Any, what: str) -> tuple[np.ndarray, float]:
     return as_numpy(module.parameters()["weight"]), float(module.eps)
 
 
-def _layer(block: Any, index: int) -> tuple[Layer, Any]:
+def _layer(block: Any, index: int, order: np.ndarray | None) -> tuple[Layer, Any]:
     if getattr(block, "use_sliding", False):
         raise Unsupported(f"layer {index} uses sliding-window attention")
     attn, mlp = block.self_attn, block.mlp
+    heads, kv_heads = int(attn.n_heads), int(attn.n_kv_heads)
+    q_part = _matrix(attn.q_proj, "q_proj")
+    head_dim = q_part[0].shape[0] // heads
+    scale = float(attn.scale)
     qk_norm = None
     if hasattr(attn, "q_norm"):
         q_norm, _ = _norm(attn.q_norm, "q_norm")
         k_norm, _ = _norm(attn.k_norm, "k_norm")
-        qk_norm = np.stack([q_norm] * int(attn.n_heads) + [k_norm] * int(attn.n_kv_heads))
+        if order is not None:
+            q_norm, k_norm = q_norm[order], k_norm[order]
+        root = np.float32(np.sqrt(head_dim))
+        qk_norm = np.stack([q_norm * root * np.float32(scale)] * heads + [k_norm * root] * kv_heads)
+        scale = 1.0  # folded into the queries' norm weight instead
+    input_norm, _ = _norm(block.input_layernorm, "input_layernorm")
+    post_norm, _ = _norm(block.post_attention_layernorm, "post_attention_layernorm")
+    root = np.float32(np.sqrt(input_norm.shape[0]))
+    gate_w, gate_b = _matrix(mlp.gate_proj, "gate_proj")
     layer = Layer(
-        input_norm=_norm(block.input_layernorm, "input_layernorm")[0],
-        post_norm=_norm(block.post_attention_layernorm, "post_attention_layernorm")[0],
-        q=_linear(attn.q_proj, "q_proj"), k=_linear(attn.k_proj, "k_proj"),
-        v=_linear(attn.v_proj, "v_proj"), o=_linear(attn.o_proj, "o_proj"), qk_norm=qk_norm,
-        gate=_linear(mlp.gate_proj, "gate_proj"), up=_linear(mlp.up_proj, "up_proj"),
+        qkv=_side_by_side([_per_head(q_part, heads, head_dim, order, scale),
+                           _per_head(_matrix(attn.k_proj, "k_proj"), kv_heads, head_dim, order),
+                           _matrix(attn.v_proj, "v_proj")], input_norm * root),
+        o=_linear(attn.o_proj, "o_proj"), qk_norm=qk_norm,
+        gate_up=_side_by_side([(gate_w * np.float32(0.5),
+                                None if gate_b is None else gate_b * np.float32(0.5)),
+                               _matrix(mlp.up_proj, "up_proj")], post_norm * root),
         down=_linear(mlp.down_proj, "down_proj"),
     )
     return layer, attn
@@ -131,17 +197,18 @@ def extract(model: nn.Module) -> Weights:
     args = model.args
     if getattr(inner, "sliding_window", None) and getattr(inner, "swa_idx", None) is not None:
         raise Unsupported("sliding-window attention")
-    layers, attns = zip(*(_layer(block, i) for i, block in enumerate(inner.layers)), strict=True)
-    first = attns[0]
+    first = inner.layers[0].self_attn
     rope = _exact(first.rope, nn.RoPE, "rope")
     head_dim = int(first.q_proj.weight.shape[0]) // int(first.n_heads)
     if int(rope.dims) != head_dim:
         raise Unsupported(f"partial rotary embedding ({rope.dims} of {head_dim})")
-    for attn in attns:
-        other = _exact(attn.rope, nn.RoPE, "rope")
+    for block in inner.layers:
+        other = _exact(block.self_attn.rope, nn.RoPE, "rope")
         if (other.dims, other.base, other.scale, other.traditional) != (
                 rope.dims, rope.base, rope.scale, rope.traditional):
             raise Unsupported("rotary embeddings differ between layers")
+    order = rotation_order(head_dim, bool(rope.traditional))
+    layers = [_layer(block, i, order)[0] for i, block in enumerate(inner.layers)]
     embed = _exact(inner.embed_tokens, nn.Embedding, "embed_tokens")
     embed_np = as_numpy(embed.parameters()["weight"])
     if getattr(args, "tie_word_embeddings", False):
@@ -152,9 +219,11 @@ def extract(model: nn.Module) -> Weights:
             raise Unsupported("lm_head has a bias")
         lm_head_t = head.weight_t
     norm, eps = _norm(inner.norm, "norm")
+    hidden = int(embed_np.shape[1])
     return Weights(
-        layers=list(layers), embed=embed_np, norm=norm, lm_head_t=lm_head_t, eps=eps,
+        layers=layers, embed=embed_np, norm=norm * np.float32(np.sqrt(hidden)),
+        lm_head_t=lm_head_t, eps=eps, hidden=hidden,
         n_heads=int(first.n_heads), n_kv_heads=int(first.n_kv_heads), head_dim=head_dim,
-        scale=float(first.scale), rope_base=float(rope.base), rope_scale=float(rope.scale),
-        rope_traditional=bool(rope.traditional), dtype=embed.parameters()["weight"].dtype,
+        rope_base=float(rope.base), rope_scale=float(rope.scale),
+        dtype=embed.parameters()["weight"].dtype, key_order=order,
     )
