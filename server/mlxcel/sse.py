@@ -11,8 +11,13 @@ from starlette.responses import StreamingResponse
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
+# One encoder for every event: ``json.dumps`` with options builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    encoded: str = _ENCODER.encode(payload)
+    return encoded
 
 
 def data_event(payload: dict[str, Any] | str) -> str:
