@@ -115,6 +115,9 @@ def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
     kind = kind_of(name)
     extra_args = VARIANTS.get(name, []) + extra_args
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
+    for variable, value in (extra_env or {}).items():
+        if not value:  # NAME= removes the variable (e.g. this machine's OPENBLAS_CORETYPE)
+            env.pop(variable, None)
     mlx_env = dict(env, LD_PRELOAD=blas) if blas else env
     host = ["--host", "127.0.0.1", "--port", str(port)]
     fields = dict(FIXED_LENGTH.get(kind, {}))

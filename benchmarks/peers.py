@@ -224,8 +224,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pythonpath", action="append", default=[], metavar="SERVER=PATH",
                         help="PYTHONPATH of one server, e.g. another mlxcel checkout's server/")
     parser.add_argument("--env", action="append", default=[], metavar="SERVER=NAME=VALUE",
-                        help="an environment variable of one server, e.g. "
-                        "'mlxcel@one=MLXCEL_NUMPY_THREADS=1'")
+                        help="an environment variable of one server (an empty value removes "
+                        "it), e.g. 'mlxcel@one=MLXCEL_NUMPY_THREADS=1'")
     parser.add_argument("--gguf-cache", type=Path,
                         default=Path.home() / ".cache" / "mlxcel" / "bench-models")
     parser.add_argument("--workdir", type=Path, default=None, help="server logs")

@@ -63,8 +63,8 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
     threads = int(os.environ.get(THREADS_ENV) or default_threads())
     if threads > 1:  # else the default, ``parallel.product``, on the calling thread
         weights.matmul = Workers(threads).matmul
-    log.info("decoding on the NumPy path (--numpy-decode), large products on %d thread(s)",
-             threads)
+    log.info("decoding on the NumPy path (--numpy-decode), large products on %d thread(s), "
+             "numpy's OpenBLAS kernels: %s", threads, numpy_blas_kernels() or "unknown")
     return weights
 
 
@@ -72,6 +72,16 @@ def default_threads() -> int:
     """The cores this process may run on, up to ``MAX_THREADS``."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, MAX_THREADS))
+
+
+def numpy_blas_kernels() -> str | None:
+    """The kernels numpy's OpenBLAS chose for this CPU (``OPENBLAS_CORETYPE`` overrides)."""
+    from threadpoolctl import threadpool_info
+
+    for library in threadpool_info():
+        if library.get("internal_api") == "openblas" and "numpy" in library.get("filepath", ""):
+            return str(library.get("architecture"))
+    return None
 
 
 def limit_numpy_blas(threads: int) -> int:
