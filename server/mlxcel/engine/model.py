@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -77,11 +77,7 @@ class LoadedModel:
         backend = getattr(wrapped, "_tokenizer", None)
         if (isinstance(backend, tokenizers.Tokenizer)
                 and getattr(wrapped, "clean_up_tokenization_spaces", True) is False):
-            rust = backend
-
-            def decode(token_ids: list[int]) -> str:
-                return rust.decode(token_ids, skip_special_tokens=False)
-            return decode
+            return partial(backend.decode, skip_special_tokens=False)
         return cast(Callable[[list[int]], str], self.tokenizer.decode)
 
 

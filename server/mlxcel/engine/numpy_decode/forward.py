@@ -169,11 +169,14 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
         if singles:
             pool.keys[index, single_slots, :, single_pos] = k[single_rows]
             pool.values[index, single_slots, :, single_pos] = v[single_rows]
-            out = attend_singles(q[single_rows], pool, index, single_slots, single_pos + 1, w)
-            if multi:
-                out = _scatter(out, single_rows, rows)
+            attended = attend_singles(q[single_rows], pool, index, single_slots,
+                                      single_pos + 1, w)
+        if not multi:  # decoding only: the single rows are every row, in order
+            out = attended
         else:
             out = np.empty((rows, heads * dim), np.float32)
+            if singles:
+                out[single_rows] = attended
         for i in multi:
             start, n, slot, row = starts[i], lengths[i], pieces[i].slot, offsets[i]
             pool.keys[index, slot, :, start:start + n] = k[row:row + n].transpose(1, 0, 2)
@@ -193,9 +196,3 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
         pool.lengths[piece.slot] = start + n
     last = x if len(offsets) == rows + 1 else x[[o - 1 for o in offsets[1:]]]
     return mm(normalize(last, hidden_eps) * w.norm, w.lm_head_t)
-
-
-def _scatter(single_out: np.ndarray, single_rows: np.ndarray, rows: int) -> np.ndarray:
-    out = np.empty((rows, single_out.shape[1]), np.float32)
-    out[single_rows] = single_out
-    return out

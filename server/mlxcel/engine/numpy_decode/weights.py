@@ -147,8 +147,8 @@ def _per_head(part: tuple[np.ndarray, np.ndarray | None], heads: int, head_dim: 
         rows = (np.arange(heads)[:, None] * head_dim + order[None, :]).reshape(-1)
         weight, bias = weight[rows], None if bias is None else bias[rows]
     if scale != 1.0:
-        weight, bias = weight * np.float32(scale), None if bias is None else bias * np.float32(
-            scale)
+        factor = np.float32(scale)
+        weight, bias = weight * factor, None if bias is None else bias * factor
     return weight, bias
 
 
@@ -157,7 +157,7 @@ def _norm(module: Any, what: str) -> tuple[np.ndarray, float]:
     return as_numpy(module.parameters()["weight"]), float(module.eps)
 
 
-def _layer(block: Any, index: int, order: np.ndarray | None) -> tuple[Layer, Any]:
+def _layer(block: Any, index: int, order: np.ndarray | None) -> Layer:
     if getattr(block, "use_sliding", False):
         raise Unsupported(f"layer {index} uses sliding-window attention")
     attn, mlp = block.self_attn, block.mlp
@@ -178,7 +178,7 @@ def _layer(block: Any, index: int, order: np.ndarray | None) -> tuple[Layer, Any
     post_norm, _ = _norm(block.post_attention_layernorm, "post_attention_layernorm")
     root = np.float32(np.sqrt(input_norm.shape[0]))
     gate_w, gate_b = _matrix(mlp.gate_proj, "gate_proj")
-    layer = Layer(
+    return Layer(
         qkv=_side_by_side([_per_head(q_part, heads, head_dim, order, scale),
                            _per_head(_matrix(attn.k_proj, "k_proj"), kv_heads, head_dim, order),
                            _matrix(attn.v_proj, "v_proj")], input_norm * root),
@@ -188,7 +188,6 @@ def _layer(block: Any, index: int, order: np.ndarray | None) -> tuple[Layer, Any
                                _matrix(mlp.up_proj, "up_proj")], post_norm * root),
         down=_linear(mlp.down_proj, "down_proj"),
     )
-    return layer, attn
 
 
 def extract(model: nn.Module) -> Weights:
@@ -210,7 +209,7 @@ def extract(model: nn.Module) -> Weights:
                 rope.dims, rope.base, rope.scale, rope.traditional):
             raise Unsupported("rotary embeddings differ between layers")
     order = rotation_order(head_dim, bool(rope.traditional))
-    layers = [_layer(block, i, order)[0] for i, block in enumerate(inner.layers)]
+    layers = [_layer(block, i, order) for i, block in enumerate(inner.layers)]
     embed = _exact(inner.embed_tokens, nn.Embedding, "embed_tokens")
     embed_np = as_numpy(embed.parameters()["weight"])
     if getattr(args, "tie_word_embeddings", False):
