@@ -1,5 +1,5 @@
 """``memory.py`` (issue 20, acceptance: RSS back within 10% after a hostile run): freed pages
-are handed back after a large body, once per interval, and only then."""
+are handed back after large bodies, once they stop coming, and only then."""
 
 from __future__ import annotations
 
@@ -23,6 +23,25 @@ def test_a_trim_follows_a_large_body_only(monkeypatch: pytest.MonkeyPatch) -> No
         memory.note_body(memory.TRIM_AFTER_BYTES)
         memory.note_body(memory.TRIM_AFTER_BYTES)  # two bodies, one trim
         await asyncio.sleep(0.05)
+        task.cancel()
+
+    asyncio.run(run())
+    assert calls == [1]
+
+
+def test_no_trim_while_large_bodies_keep_coming(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each trim would hand back the pages the next body's parse reuses."""
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "_malloc_trim", lambda: lambda: calls.append(1))
+    monkeypatch.setattr(memory, "_pending", False)
+
+    async def run() -> None:
+        task = asyncio.create_task(memory.trim_after_large_bodies(0.05))
+        for _ in range(10):  # one body every 20 ms for 200 ms: four intervals
+            memory.note_body(memory.TRIM_AFTER_BYTES)
+            await asyncio.sleep(0.02)
+        assert calls == []
+        await asyncio.sleep(0.15)  # quiet for three intervals: one trim
         task.cancel()
 
     asyncio.run(run())
