@@ -20,6 +20,7 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from mlxcel.cli import build_parser
 from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_weights
+from mlxcel.engine.numpy_decode import batch as batch_module
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
 from mlxcel.engine.numpy_decode.parallel import Workers, product
@@ -170,10 +171,38 @@ def test_sequences_leaving_and_joining_keep_every_other_sequence_s_tokens(
             (late,) = batch.insert(prompts[3:], [30])
             got[late] = []
     assert late is not None and dropped is not None and not len(batch)
-    assert batch.pool.nbytes == 0  # an empty batch gave its keys and values back
+    assert batch.pool.count == 0 and batch.pool.nbytes > 0  # kept for the next arrivals
     assert got[uids[0]] == expected[0][:5]
     assert got[uids[1]] == expected[1][:dropped]
     assert got[uids[2]] == expected[2] and got[late] == expected[3]
+
+
+def test_an_emptied_batch_keeps_its_pool_and_the_next_sequences_reuse_it(
+        loaded: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next wave decodes in the kept arrays (no reallocation), over the positions the last
+    wave left behind, and its tokens are still MLX's; a pool past KEEP_POOL_BYTES is given back."""
+    model, tokenizer = loaded
+    first = [_prompt(tokenizer, text) for text in ("Tell me a story.", "Say hello.")]
+    second = [_prompt(tokenizer, text) for text in ("What is 2 + 2?", "Name a colour.")]
+    expected = [_greedy(model, p, 12) for p in second]
+
+    def run(batch: NumpyBatch, prompts: list[list[int]]) -> list[list[int]]:
+        uids = batch.insert(prompts, [12] * len(prompts))
+        got: dict[int, list[int]] = {uid: [] for uid in uids}
+        while len(batch):
+            for response in batch.next()[1]:
+                got[response.uid].append(response.token)
+        return [got[uid] for uid in uids]
+
+    batch = NumpyBatch(extract(model), prefill_step_size=64)
+    run(batch, first)
+    kept = batch.pool.keys
+    assert batch.pool.count == 0 and kept.size > 0
+    assert run(batch, second) == expected
+    assert batch.pool.keys is kept
+    monkeypatch.setattr(batch_module, "KEEP_POOL_BYTES", 0)
+    run(batch, first)
+    assert batch.pool.nbytes == 0  # over the bound: given back
 
 
 def test_a_finished_sequence_hands_back_its_cache_and_a_hit_continues_it(

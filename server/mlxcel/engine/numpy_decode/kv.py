@@ -63,6 +63,10 @@ class KVPool:
             self._read(slot, caches)
         return slot
 
+    def clear(self) -> None:
+        """Free every slot; the arrays stay, for the next sequences to fill."""
+        self.lengths = []
+
     def remove(self, slot: int) -> int | None:
         """Free ``slot``; the last slot's sequence moves into it. Returns the moved sequence's
         old slot (its new one is ``slot``), or None when ``slot`` was the last."""
