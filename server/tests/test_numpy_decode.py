@@ -21,7 +21,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from mlxcel.cli import build_parser
 from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_weights
 from mlxcel.engine.numpy_decode import batch as batch_module
-from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, forward
+from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, decode_one, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
 from mlxcel.engine.numpy_decode.parallel import Workers, product
 from mlxcel.engine.numpy_decode.weights import rotation_order
@@ -69,6 +69,28 @@ def test_logits_match_mlx_to_float32_rounding(loaded: tuple[Any, Any]) -> None:
     assert got.shape == expected.shape
     assert np.max(np.abs(got - expected)) < 1e-4 * max(1.0, float(np.max(np.abs(expected))))
     assert int(np.argmax(got)) == int(np.argmax(expected))
+
+
+def test_a_single_stream_s_step_is_the_batch_step(loaded: tuple[Any, Any]) -> None:
+    """``decode_one`` (one sequence, one token) computes what ``forward`` does for that piece:
+    the same logits to float32 rounding, the same keys and values, and the weights untouched."""
+    model, tokenizer = loaded
+    prompt = _prompt(tokenizer, "Tell me about the sea.")
+    weights = extract(model)
+    embed = weights.embed.copy()
+    pools, ropes = [_pool(weights), _pool(weights)], [RopeTable(weights), RopeTable(weights)]
+    for pool, rope in zip(pools, ropes, strict=True):
+        forward(weights, rope, pool, [Piece(pool.add(), prompt)])
+    for token in (42, 7, 1000):
+        batch_step = forward(weights, ropes[0], pools[0], [Piece(0, [token])])
+        one = decode_one(weights, ropes[1], pools[1], 0, token)
+        assert one.shape == batch_step.shape == (1, weights.lm_head_t.shape[1])
+        assert np.max(np.abs(one - batch_step)) < 1e-5 * max(1.0, float(np.max(np.abs(one))))
+    assert pools[0].lengths == pools[1].lengths == [len(prompt) + 3]
+    end = len(prompt) + 3
+    assert np.allclose(pools[0].keys[:, 0, :, :end], pools[1].keys[:, 0, :, :end], atol=1e-5)
+    assert np.allclose(pools[0].values[:, 0, :, :end], pools[1].values[:, 0, :, :end], atol=1e-5)
+    assert np.array_equal(weights.embed, embed)
 
 
 def test_a_prompt_read_in_chunks_is_the_prompt_read_at_once(loaded: tuple[Any, Any]) -> None:

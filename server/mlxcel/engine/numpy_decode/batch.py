@@ -28,7 +28,7 @@ import mlx.core as mx
 import numpy as np
 
 from ..sampling import greedy_sampler
-from .forward import Piece, RopeTable, forward
+from .forward import Piece, RopeTable, decode_one, forward
 from .kv import KVPool
 from .weights import Weights
 
@@ -164,8 +164,12 @@ class NumpyBatch:
         plan = self._plan()
         if not plan:
             return [], []
-        pieces = [Piece(seq.slot, seq.pending[:n]) for seq, n in plan]
-        logits = forward(self.weights, self.rope, self.pool, pieces)
+        if len(plan) == 1 and plan[0][1] == 1:  # a single stream's step
+            seq = plan[0][0]
+            logits = decode_one(self.weights, self.rope, self.pool, seq.slot, seq.pending[0])
+        else:
+            pieces = [Piece(seq.slot, seq.pending[:n]) for seq, n in plan]
+            logits = forward(self.weights, self.rope, self.pool, pieces)
         done: list[tuple[_Sequence, np.ndarray]] = []
         for (seq, n), row in zip(plan, logits, strict=True):
             seq.fed.extend(seq.pending[:n])

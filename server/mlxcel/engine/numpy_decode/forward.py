@@ -11,6 +11,7 @@ causal mask inside a piece, SwiGLU. Results match MLX's to float32 rounding, not
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -44,6 +45,12 @@ class RopeTable:
         angles = np.arange(size, dtype=np.float64)[:, None] * self.scale * self.inv_freq
         self.turns = (np.cos(angles).astype(np.float32)
                       + 1j * np.sin(angles).astype(np.float32)).astype(np.complex64)
+
+    def turn(self, position: int) -> np.ndarray:
+        """The turns ``(head_dim // 2,)`` of one position."""
+        if position >= len(self.turns):
+            self._grow(position + 1)
+        return self.turns[position]
 
     def at(self, positions: np.ndarray) -> Rotation:
         """The rotation of rows at ``positions``, to apply to any number of heads."""
@@ -125,6 +132,53 @@ def attend_singles(q: np.ndarray, pool: KVPool, layer: int, slots: np.ndarray,
         scores += np.where(masked, np.float32(-np.inf), np.float32(0))[:, None, None, :]
     out = _softmax_times(scores, pool.values[layer, first:last, :, :width])
     return out[slots - first].reshape(len(slots), heads * dim)
+
+
+def normalize_row(x: np.ndarray, eps: np.float32) -> np.ndarray:
+    """``normalize`` of one row, its sum of squares taken as a Python float (two numpy calls
+    instead of four: a single stream's step is mostly the cost of each call)."""
+    return x * np.float32(1.0 / math.sqrt(float(np.vdot(x, x)) + eps))
+
+
+def decode_one(w: Weights, rope: RopeTable, pool: KVPool, slot: int, token: int
+               ) -> np.ndarray:
+    """``forward`` for one sequence feeding one token (a single stream's decode step): the same
+    arithmetic on one row held as a vector (each product a matrix-vector one), without the
+    batch's bookkeeping; the logits ``(1, vocab)``."""
+    start = pool.lengths[slot]
+    end = start + 1
+    pool.reserve(end)
+    turns = rope.turn(start)
+    heads, kv_heads, dim = w.n_heads, w.n_kv_heads, w.head_dim
+    qk_width = (heads + kv_heads) * dim
+    hidden_eps, head_eps = np.float32(w.eps * w.hidden), np.float32(w.eps * dim)
+    mm = w.matmul
+    keys, values = pool.keys, pool.values
+    x = w.embed[token].copy()  # updated in place below
+    for index, layer in enumerate(w.layers):
+        qkv = layer.qkv(normalize_row(x, hidden_eps), mm)
+        qk = qkv[:qk_width].reshape(heads + kv_heads, dim)
+        if layer.qk_norm is not None:
+            qk = normalize(qk, head_eps)
+            qk *= layer.qk_norm
+        qk = (qk.view(np.complex64) * turns).view(np.float32)
+        keys[index, slot, :, start] = qk[heads:]
+        values[index, slot, :, start] = qkv[qk_width:].reshape(kv_heads, dim)
+        grouped = qk[:heads].reshape(kv_heads, heads // kv_heads, dim)
+        scores = np.matmul(grouped, keys[index, slot, :, :end].transpose(0, 2, 1))
+        out = _softmax_times(scores, values[index, slot, :, :end])
+        x += layer.o(out.reshape(heads * dim), mm)
+        gate_up = layer.gate_up(normalize_row(x, hidden_eps), mm)
+        width = len(gate_up) // 2
+        half_gate, up = gate_up[:width], gate_up[width:]
+        act = np.tanh(half_gate)
+        act += 1
+        act *= half_gate
+        act *= up
+        x += layer.down(act, mm)
+    pool.lengths[slot] = end
+    logits: np.ndarray = mm(normalize_row(x, hidden_eps) * w.norm, w.lm_head_t)
+    return logits[None]
 
 
 def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> np.ndarray:
