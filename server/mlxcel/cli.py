@@ -27,7 +27,7 @@ from .engine.worker import Engine, EngineConfig
 from .http_server import guarded_protocol, raise_open_file_limit
 from .limits import RequestLimits
 from .media.policy import MediaPolicy, policy_from_settings
-from .memory import limit_malloc_arenas
+from .memory import keep_freed_memory, limit_malloc_arenas
 from .observability import start_metrics_server
 from .settings.catalog import OPTIONS
 from .settings.derive import values
@@ -124,6 +124,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 def main(argv: Sequence[str] | None = None) -> None:
     limit_malloc_arenas()  # before any thread starts (memory.py)
+    keep_freed_memory()
     parser = build_parser()
     args = parser.parse_args(argv)
     _refuse_unavailable_backends(parser, args)

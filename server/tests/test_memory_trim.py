@@ -60,3 +60,14 @@ def test_arenas_are_capped_unless_the_environment_says(monkeypatch: pytest.Monke
     monkeypatch.delenv("MALLOC_ARENA_MAX")
     applied = memory.limit_malloc_arenas()
     assert applied is (memory._libc_function("mallopt") is not None)
+
+
+def test_freed_memory_is_kept_unless_the_environment_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    glibc = memory._libc_function("mallopt") is not None
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")  # the operator's setting wins
+    assert memory.keep_freed_memory() == (["MALLOC_MMAP_THRESHOLD_"] if glibc else [])
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+    assert memory.keep_freed_memory() == (
+        ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"] if glibc else [])
