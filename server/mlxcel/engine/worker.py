@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mlx_lm.generate import BatchGenerator
+import mlx.core as mx
+from mlx_lm.generate import BatchGenerator, generation_stream
 from mlx_lm.models.cache import make_prompt_cache
 
 from ..errors import (
@@ -190,6 +191,11 @@ class Engine:
         self.queue.wake()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        # Work the engine handed MLX may still be running on its stream threads; a process that
+        # exits with work in flight aborts ("terminate called without an active exception",
+        # exit status 134). The engine thread drains its own stream as it ends (mlx-lm's
+        # thread-local generation stream), the caller the default one here: both are needed.
+        mx.synchronize()
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -286,6 +292,7 @@ class Engine:
                 self._step()
         for seq in self._running():
             self._finish(seq, "cancelled")
+        mx.synchronize(generation_stream)  # this thread's own stream: see stop()
 
     @property
     def _idle(self) -> bool:
