@@ -10,10 +10,17 @@ import pytest
 from mlxcel import memory
 
 
-def test_a_trim_follows_a_large_body_only(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def trims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per trim the server asks for (glibc's trim replaced)."""
     calls: list[int] = []
     monkeypatch.setattr(memory, "_malloc_trim", lambda: lambda: calls.append(1))
     monkeypatch.setattr(memory, "_pending", False)
+    return calls
+
+
+def test_a_trim_follows_a_large_body_only(trims: list[int]) -> None:
+    calls = trims
 
     async def run() -> None:
         task = asyncio.create_task(memory.trim_after_large_bodies(0.01))
@@ -29,11 +36,9 @@ def test_a_trim_follows_a_large_body_only(monkeypatch: pytest.MonkeyPatch) -> No
     assert calls == [1]
 
 
-def test_no_trim_while_large_bodies_keep_coming(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_trim_while_large_bodies_keep_coming(trims: list[int]) -> None:
     """Each trim would hand back the pages the next body's parse reuses."""
-    calls: list[int] = []
-    monkeypatch.setattr(memory, "_malloc_trim", lambda: lambda: calls.append(1))
-    monkeypatch.setattr(memory, "_pending", False)
+    calls = trims
 
     async def run() -> None:
         task = asyncio.create_task(memory.trim_after_large_bodies(0.05))

@@ -191,10 +191,8 @@ class Engine:
         self.queue.wake()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        # Work the engine handed MLX may still be running on its stream threads; a process that
-        # exits with work in flight aborts ("terminate called without an active exception",
-        # exit status 134). The engine thread drains its own stream as it ends (mlx-lm's
-        # thread-local generation stream), the caller the default one here: both are needed.
+        # A process exiting with MLX work in flight aborts (exit 134). The engine thread drains
+        # mlx-lm's thread-local generation stream as it ends, the caller the default one here.
         mx.synchronize()
 
     def wait_ready(self, timeout: float) -> bool:

@@ -69,7 +69,8 @@ class Rotation:
         self.turns = turns
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        """Rotate ``(rows, heads, head_dim)`` (its last axis contiguous)."""
+        """Rotate ``(rows, heads, head_dim)``, or one row's ``(heads, head_dim)`` (the last axis
+        contiguous)."""
         turned: np.ndarray = (x.view(np.complex64) * self.turns).view(np.float32)
         return turned
 
@@ -134,6 +135,18 @@ def attend_singles(q: np.ndarray, pool: KVPool, layer: int, slots: np.ndarray,
     return out[slots - first].reshape(len(slots), heads * dim)
 
 
+def _swiglu(gate_up: np.ndarray) -> np.ndarray:
+    """SwiGLU of the gate/up product's halves, over its last axis: silu(g) * u =
+    (g/2) * (1 + tanh(g/2)) * u, where the weights give g/2 (weights.py)."""
+    width = gate_up.shape[-1] // 2
+    half_gate, up = gate_up[..., :width], gate_up[..., width:]
+    act = np.tanh(half_gate)
+    act += 1
+    act *= half_gate
+    act *= up
+    return act
+
+
 def normalize_row(x: np.ndarray, eps: np.float32) -> np.ndarray:
     """``normalize`` of one row, its sum of squares taken as a Python float (two numpy calls
     instead of four: a single stream's step is mostly the cost of each call)."""
@@ -148,7 +161,7 @@ def decode_one(w: Weights, rope: RopeTable, pool: KVPool, slot: int, token: int
     start = pool.lengths[slot]
     end = start + 1
     pool.reserve(end)
-    turns = rope.turn(start)
+    rotate = Rotation(rope.turn(start))
     heads, kv_heads, dim = w.n_heads, w.n_kv_heads, w.head_dim
     qk_width = (heads + kv_heads) * dim
     hidden_eps, head_eps = np.float32(w.eps * w.hidden), np.float32(w.eps * dim)
@@ -161,21 +174,14 @@ def decode_one(w: Weights, rope: RopeTable, pool: KVPool, slot: int, token: int
         if layer.qk_norm is not None:
             qk = normalize(qk, head_eps)
             qk *= layer.qk_norm
-        qk = (qk.view(np.complex64) * turns).view(np.float32)
+        qk = rotate(qk)
         keys[index, slot, :, start] = qk[heads:]
         values[index, slot, :, start] = qkv[qk_width:].reshape(kv_heads, dim)
         grouped = qk[:heads].reshape(kv_heads, heads // kv_heads, dim)
         scores = np.matmul(grouped, keys[index, slot, :, :end].transpose(0, 2, 1))
         out = _softmax_times(scores, values[index, slot, :, :end])
         x += layer.o(out.reshape(heads * dim), mm)
-        gate_up = layer.gate_up(normalize_row(x, hidden_eps), mm)
-        width = len(gate_up) // 2
-        half_gate, up = gate_up[:width], gate_up[width:]
-        act = np.tanh(half_gate)
-        act += 1
-        act *= half_gate
-        act *= up
-        x += layer.down(act, mm)
+        x += layer.down(_swiglu(layer.gate_up(normalize_row(x, hidden_eps), mm)), mm)
     pool.lengths[slot] = end
     logits: np.ndarray = mm(normalize_row(x, hidden_eps) * w.norm, w.lm_head_t)
     return logits[None]
@@ -237,15 +243,7 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
             pool.values[index, slot, :, start:start + n] = v[row:row + n].transpose(1, 0, 2)
             out[row:row + n] = attend(q[row:row + n], pool, index, slot, start + n, w)
         x += layer.o(out, mm)
-        gate_up = layer.gate_up(normalize(x, hidden_eps), mm)
-        width = gate_up.shape[1] // 2
-        half_gate, up = gate_up[:, :width], gate_up[:, width:]
-        # silu(g) * u = (g/2) * (1 + tanh(g/2)) * u; the weights give g/2 (weights.py).
-        act = np.tanh(half_gate)
-        act += 1
-        act *= half_gate
-        act *= up
-        x += layer.down(act, mm)
+        x += layer.down(_swiglu(layer.gate_up(normalize(x, hidden_eps), mm)), mm)
     for piece, start, n in zip(pieces, starts, lengths, strict=True):
         pool.lengths[piece.slot] = start + n
     last = x if len(offsets) == rows + 1 else x[[o - 1 for o in offsets[1:]]]
