@@ -25,9 +25,10 @@ from .run import free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 KNOWN = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
-# Variants: a server started with extra flags, benchmarked beside its default. mlxcel+numpy is
-# mlxcel with its opt-in NumPy decode kernel; llama-server@t1 is llama-server on one thread.
-VARIANTS = {"mlxcel+numpy": ["--numpy-decode"], "llama-server@t1": ["-t", "1"]}
+# Variants: a server started with extra flags, benchmarked beside its default. mlxcel+mlx is
+# mlxcel decoding on MLX (on MLX's CPU backend mlxcel decodes llama-family models with its NumPy
+# kernel by default); llama-server@t1 is llama-server on one thread.
+VARIANTS = {"mlxcel+mlx": ["--no-numpy-decode"], "llama-server@t1": ["-t", "1"]}
 # Fields that make a server generate exactly max_tokens (no stop at end-of-sequence).
 FIXED_LENGTH = {"mlxcel": {"ignore_eos": True}, "llama-server": {"ignore_eos": True},
                 "vllm-mlx": {"ignore_eos": True}}
@@ -102,7 +103,7 @@ def gguf_for(model: Path, cache: Path) -> Path:
 
 
 def kind_of(name: str) -> str:
-    """``llama-server@t1`` is a llama-server labelled ``t1``, ``mlxcel+numpy`` an mlxcel (two
+    """``llama-server@t1`` is a llama-server labelled ``t1``, ``mlxcel+mlx`` an mlxcel (two
     builds or settings of one server can run side by side)."""
     return name.replace("+", "@", 1).split("@", 1)[0]
 

@@ -1,8 +1,9 @@
 """What ``benchmarks.peers`` publishes: per-server medians over rounds, mlxcel's per-round
 ratios to each peer, issue 21's targets, the Markdown page and the plot.
 
-The targets are computed for ``mlxcel`` as it ships (MLX); ``mlxcel+numpy`` (the opt-in
-``--numpy-decode`` kernel) gets the same ratios beside them, when it was run."""
+The targets are computed for ``mlxcel`` as it ships (on MLX's CPU backend, its NumPy decode
+kernel); ``mlxcel+mlx`` (``--no-numpy-decode``: MLX decodes) gets the same ratios beside them,
+when it was run."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 BASELINE = "mlxcel"
-VARIANT = "mlxcel+numpy"
+VARIANT = "mlxcel+mlx"
 
 
 def machine() -> str:
@@ -63,7 +64,7 @@ def _ratios(items: list[dict[str, Any]], by_round: dict[tuple[str, int, int], di
 
 def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per server and level: medians and ranges over rounds, and the ratios of mlxcel
-    (and of mlxcel+numpy) to that server."""
+    (and of mlxcel+mlx) to that server."""
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     by_round: dict[tuple[str, int, int], dict[str, Any]] = {}
     for run in entry["runs"]:
@@ -72,7 +73,7 @@ def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for (server, level), items in runs.items():
         tok_ratio, ttft_ratio = _ratios(items, by_round, BASELINE)
-        numpy_tok, numpy_ttft = _ratios(items, by_round, VARIANT)
+        variant_tok, variant_ttft = _ratios(items, by_round, VARIANT)
         rows.append({
             "server": server, "level": level, "rounds": len(items),
             "tok_per_s": spread([r["tok_per_s"] for r in items]),
@@ -86,7 +87,7 @@ def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
             "counted_by": sorted({c for r in items for c in r["counted_by"]}),
             "cpu_ms_per_token": _median([r.get("server_cpu_ms_per_token") for r in items]),
             "mlxcel_tok_ratio": tok_ratio, "mlxcel_ttft_ratio": ttft_ratio,
-            "numpy_tok_ratio": numpy_tok, "numpy_ttft_ratio": numpy_ttft,
+            "variant_tok_ratio": variant_tok, "variant_ttft_ratio": variant_ttft,
         })
     order = {BASELINE: 0, VARIANT: 1}
     return sorted(rows, key=lambda r: (r["level"], order.get(r["server"], 2), r["server"]))
@@ -121,7 +122,7 @@ def _target(fixture: str, text: str, goal: str, value: dict[str, float] | None,
 
 
 def _targets_for(results: dict[str, Any], subject: str) -> list[dict[str, Any]]:
-    """Issue 21's targets measured for ``subject`` (``mlxcel`` or ``mlxcel+numpy``)."""
+    """Issue 21's targets measured for ``subject`` (``mlxcel`` or ``mlxcel+mlx``)."""
     out = []
     tiny = results["fixtures"].get("tiny")
     if tiny:
@@ -152,10 +153,10 @@ def _targets_for(results: dict[str, Any], subject: str) -> list[dict[str, Any]]:
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 21's targets, each with mlxcel's measured median (and range) over rounds and
     whether it is met ("llama-server" is the best of its variants in each round), and the same
-    for mlxcel+numpy (``numpy_value``, ``numpy_met``; None where it was not run)."""
+    for mlxcel+mlx (``variant_value``, ``variant_met``; None where it was not run)."""
     out = _targets_for(results, BASELINE)
-    for row, numpy_row in zip(out, _targets_for(results, VARIANT), strict=True):
-        row["numpy_value"], row["numpy_met"] = numpy_row["value"], numpy_row["met"]
+    for row, variant_row in zip(out, _targets_for(results, VARIANT), strict=True):
+        row["variant_value"], row["variant_met"] = variant_row["value"], variant_row["met"]
     return out
 
 
@@ -174,34 +175,34 @@ MET = {True: "yes", False: "**no**", None: "not run"}
 
 
 def target_table(rows: list[dict[str, Any]]) -> str:
-    """mlxcel's targets; with mlxcel+numpy's beside them when it was run."""
-    numpy = any(row.get("numpy_value") is not None for row in rows)
+    """mlxcel's targets; with mlxcel+mlx's beside them when it was run."""
+    variant = any(row.get("variant_value") is not None for row in rows)
     head = "| fixture | target | goal | mlxcel's median (range over rounds) | met |"
-    lines = [head + (f" {VARIANT} | met |" if numpy else ""),
-             "|---|---|---|---|---|" + ("---|---|" if numpy else "")]
+    lines = [head + (f" {VARIANT} | met |" if variant else ""),
+             "|---|---|---|---|---|" + ("---|---|" if variant else "")]
     for row in rows:
         line = (f"| {row['fixture']} | {row['target']} | {row['goal']} | "
                 f"{_range(row['value'], 3)} | {MET[row['met']]} |")
-        if numpy:
-            line += f" {_range(row.get('numpy_value'), 3)} | {MET[row.get('numpy_met')]} |"
+        if variant:
+            line += f" {_range(row.get('variant_value'), 3)} | {MET[row.get('variant_met')]} |"
         lines.append(line)
     return "\n".join(lines) + "\n"
 
 
 def fixture_table(entry: dict[str, Any]) -> str:
-    numpy = any(row["server"] == VARIANT for row in entry["summary"])
-    extra = f" {VARIANT} ÷ server |" if numpy else ""
+    variant = any(row["server"] == VARIANT for row in entry["summary"])
+    extra = f" {VARIANT} ÷ server |" if variant else ""
     lines = ["| streams | server | tok/s, median (range) | mlxcel ÷ server |" + extra
              + " TTFT p50 / p95 | inter-token p50 / p95 | tokens per request | errors | "
              "server CPU ms per token |",
-             "|---|---|---|---|---|---|---|---|---|" + ("---|" if numpy else "")]
+             "|---|---|---|---|---|---|---|---|---|" + ("---|" if variant else "")]
     for row in entry["summary"]:
         tok = row["tok_per_s"]
-        numpy_cell = f" {_range(row.get('numpy_tok_ratio'))} |" if numpy else ""
+        variant_cell = f" {_range(row.get('variant_tok_ratio'))} |" if variant else ""
         lines.append(
             f"| {row['level']} | {row['server']} | {_num(tok['median'] if tok else None)} "
             f"({_num(tok['min'] if tok else None)}–{_num(tok['max'] if tok else None)}) | "
-            f"{_range(row['mlxcel_tok_ratio'])} |{numpy_cell} {_num(row['ttft_p50_ms'])} / "
+            f"{_range(row['mlxcel_tok_ratio'])} |{variant_cell} {_num(row['ttft_p50_ms'])} / "
             f"{_num(row['ttft_p95_ms'])} ms | {_num(row['itl_p50_ms'], 2)} / "
             f"{_num(row['itl_p95_ms'], 2)} ms | {_num(row['tokens_per_request'])} | "
             f"{row['errors']}/{row['requests']} | {_num(row['cpu_ms_per_token'], 2)} |")
@@ -209,8 +210,8 @@ def fixture_table(entry: dict[str, Any]) -> str:
 
 
 def peer_wins(entry: dict[str, Any]) -> list[str]:
-    """Every level where a peer's median tok/s or TTFT p50 beats mlxcel's (mlxcel+numpy is
-    mlxcel, not a peer: see ``numpy_against_mlx``)."""
+    """Every level where a peer's median tok/s or TTFT p50 beats mlxcel's (mlxcel+mlx is
+    mlxcel, not a peer: see ``variant_against_baseline``)."""
     wins = []
     for row in entry["summary"]:
         if row["server"] in (BASELINE, VARIANT):
@@ -225,8 +226,8 @@ def peer_wins(entry: dict[str, Any]) -> list[str]:
     return wins
 
 
-def numpy_against_mlx(entry: dict[str, Any]) -> list[str]:
-    """mlxcel+numpy's tok/s as a multiple of mlxcel's at each level (median over rounds)."""
+def variant_against_baseline(entry: dict[str, Any]) -> list[str]:
+    """mlxcel+mlx's tok/s as a multiple of mlxcel's at each level (median over rounds)."""
     out = []
     for row in entry["summary"]:
         tok = row["mlxcel_tok_ratio"]
@@ -251,9 +252,10 @@ def markdown(results: dict[str, Any]) -> str:
         wins = peer_wins(entry)
         parts.append("Where a peer is ahead of mlxcel: " + ("; ".join(wins) if wins else "nowhere")
                      + ".\n")
-        numpy = numpy_against_mlx(entry)
-        if numpy:
-            parts.append(f"{VARIANT} (`--numpy-decode`) ÷ mlxcel, tok/s: {', '.join(numpy)}.\n")
+        variant = variant_against_baseline(entry)
+        if variant:
+            parts.append(f"{VARIANT} (`--no-numpy-decode`: MLX decodes) ÷ mlxcel, tok/s: "
+                         f"{', '.join(variant)}.\n")
         parts.append("| server | version | tokens counted by | request fields | command |\n"
                      "|---|---|---|---|---|")
         for server, info in entry["servers"].items():

@@ -177,15 +177,15 @@ def test_targets_take_the_best_llama_server_variant_in_each_round() -> None:
                                                            "max": 2.5}
 
 
-def test_the_default_servers_run_mlxcel_with_numpy_and_llama_server_with_one_thread_too(
+def test_the_default_servers_run_mlxcel_on_mlx_and_llama_server_with_one_thread_too(
         ) -> None:
     assert peers.default_servers({"llama-server": "/x/llama-server", "vllm-mlx": None}) == [
-        "mlxcel", "mlxcel+numpy", "mlx-lm", "llama-server", "llama-server@t1"]
-    assert peers.default_servers({}) == ["mlxcel", "mlxcel+numpy", "mlx-lm"]
+        "mlxcel", "mlxcel+mlx", "mlx-lm", "llama-server", "llama-server@t1"]
+    assert peers.default_servers({}) == ["mlxcel", "mlxcel+mlx", "mlx-lm"]
 
 
 @pytest.mark.parametrize(("name", "flags"), [
-    ("mlxcel", []), ("mlxcel+numpy", ["--numpy-decode"]), ("llama-server", []),
+    ("mlxcel", []), ("mlxcel+mlx", ["--no-numpy-decode"]), ("llama-server", []),
     ("llama-server@t1", ["-t", "1"])])
 def test_a_variant_is_its_server_started_with_its_flags(
         name: str, flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,29 +194,30 @@ def test_a_variant_is_its_server_started_with_its_flags(
                     gguf_cache=tmp_path, extra_args=["--x"])
     assert spec.command[-len(flags) - 1:] == [*flags, "--x"]
     assert spec.fields == {"ignore_eos": True}
-    assert ("--numpy-decode" in spec.command) == (name == "mlxcel+numpy")
+    assert ("--no-numpy-decode" in spec.command) == (name == "mlxcel+mlx")
 
 
-def test_targets_are_mlxcel_s_with_mlxcel_numpy_s_beside_them() -> None:
-    runs = [_run("mlxcel", 1, 0, 900.0, 0.010), _run("mlxcel+numpy", 1, 0, 2700.0, 0.005),
+def test_targets_are_mlxcel_s_with_mlxcel_on_mlx_beside_them() -> None:
+    runs = [_run("mlxcel", 1, 0, 2700.0, 0.005), _run("mlxcel+mlx", 1, 0, 900.0, 0.010),
             _run("llama-server", 1, 0, 1800.0, 0.010)]
     results = {"fixtures": {"tiny": _entry([1], runs)}}
     rows = {t["target"]: t for t in peers_report.targets(results)}
     tok = rows["tok/s ÷ llama-server, 1 stream"]
-    assert (tok["value"]["median"], tok["met"]) == (0.5, False)
-    assert (tok["numpy_value"]["median"], tok["numpy_met"]) == (1.5, True)
-    assert rows["TTFT p50 ÷ llama-server's, 1 stream"]["numpy_value"]["median"] == 0.5
+    assert (tok["value"]["median"], tok["met"]) == (1.5, True)
+    assert (tok["variant_value"]["median"], tok["variant_met"]) == (0.5, False)
+    assert rows["TTFT p50 ÷ llama-server's, 1 stream"]["value"]["median"] == 0.5
+    assert rows["TTFT p50 ÷ llama-server's, 1 stream"]["variant_value"]["median"] == 1.0
     table = peers_report.target_table(list(rows.values()))
-    assert "| mlxcel+numpy | met |" in table and "| **1.500** (1.500–1.500) | yes |" in table
+    assert "| mlxcel+mlx | met |" in table and "| **0.500** (0.500–0.500) | **no** |" in table
     entry = results["fixtures"]["tiny"]
-    assert [r["server"] for r in entry["summary"]] == ["mlxcel", "mlxcel+numpy", "llama-server"]
+    assert [r["server"] for r in entry["summary"]] == ["mlxcel", "mlxcel+mlx", "llama-server"]
     page = peers_report.fixture_table(entry)
-    assert ("| 1 | llama-server | 1,800.0 (1,800.0–1,800.0) | **0.50** (0.50–0.50) | **1.50**"
+    assert ("| 1 | llama-server | 1,800.0 (1,800.0–1,800.0) | **1.50** (1.50–1.50) | **0.50**"
             in page)
-    assert peers_report.peer_wins(entry) == ["llama-server at 1 stream: 2.00× mlxcel's tok/s"]
-    assert peers_report.numpy_against_mlx(entry) == ["3.00× at 1 stream"]
+    assert peers_report.peer_wins(entry) == []
+    assert peers_report.variant_against_baseline(entry) == ["0.33× at 1 stream"]
     # Without the variant, its columns are absent.
-    assert "mlxcel+numpy" not in peers_report.target_table(peers_report.targets(_results()))
+    assert "mlxcel+mlx" not in peers_report.target_table(peers_report.targets(_results()))
 
 
 def test_a_target_without_its_peer_is_not_run() -> None:

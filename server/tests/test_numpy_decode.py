@@ -19,6 +19,7 @@ from mlx_lm.models import gemma, llama
 from mlx_lm.models.cache import make_prompt_cache
 
 from mlxcel.cli import build_parser
+from mlxcel.engine import numpy_decode
 from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_weights
 from mlxcel.engine.numpy_decode import batch as batch_module
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, decode_one, forward
@@ -119,6 +120,25 @@ def _drain(batch: NumpyBatch) -> dict[int, list[Any]]:
     return out
 
 
+def test_each_prompt_chunk_read_is_reported_until_the_first_token(
+        loaded: tuple[Any, Any]) -> None:
+    """As mlx-lm's ``BatchGenerator``: after each chunk of a prompt, (read, length) of the
+    prompt inserted; a sequence already generating reports nothing."""
+    _, tokenizer = loaded
+    prompt = _prompt(tokenizer, "Tell me a long story about a cat who learns to sail.")
+    batch = NumpyBatch(extract(loaded[0]), prefill_step_size=4)
+    uid = batch.insert([prompt], [3])[0]
+    seen, first = [], None
+    while first is None:
+        progress, responses = batch.next()
+        seen += [p.progress for p in progress if p.uid == uid]
+        first = next((r for r in responses if r.uid == uid), None)
+    n = len(prompt)
+    assert seen == [(min(read, n), n) for read in range(4, n + 4, 4)]
+    progress, responses = batch.next()
+    assert progress == [] and len(responses) == 1
+
+
 def test_greedy_tokens_are_mlx_lm_s_alone_and_in_a_batch(loaded: tuple[Any, Any]) -> None:
     model, tokenizer = loaded
     prompts = [_prompt(tokenizer, text) for text in
@@ -155,19 +175,40 @@ def test_greedy_tokens_and_logprobs_are_the_mlx_path_s_on_every_llama_family_fix
         assert worst < LOGPROB_TOLERANCE, f"{name}: logprobs differ by {worst:.2e}"
 
 
-def test_the_numpy_path_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine runs MLX by default; ``--numpy-decode`` or ``MLXCEL_NUMPY_DECODE=1`` opts in,
-    and the weights are only extracted when asked for."""
+def test_the_numpy_path_is_on_by_default_and_can_be_turned_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On MLX's CPU backend the engine decodes llama-family models in numpy unless
+    ``--no-numpy-decode`` or ``MLXCEL_NUMPY_DECODE=0`` says otherwise; the weights are only
+    extracted when the path is wanted."""
     monkeypatch.delenv("MLXCEL_NUMPY_DECODE", raising=False)
-    assert EngineConfig(model="m").numpy_decode is False
+    assert EngineConfig(model="m").numpy_decode is True
+    assert build_parser().parse_args([]).numpy_decode is True
+    assert build_parser().parse_args(["--no-numpy-decode"]).numpy_decode is False
+    assert build_parser().parse_args(["--numpy-decode"]).numpy_decode is True
+    monkeypatch.setenv("MLXCEL_NUMPY_DECODE", "0")
     assert build_parser().parse_args([]).numpy_decode is False
     assert build_parser().parse_args(["--numpy-decode"]).numpy_decode is True
     monkeypatch.setenv("MLXCEL_NUMPY_DECODE", "1")
     assert build_parser().parse_args([]).numpy_decode is True
-    monkeypatch.setenv("MLXCEL_NUMPY_DECODE", "0")
-    assert build_parser().parse_args([]).numpy_decode is False
     model = load(str(MODELS / "qwen3-tiny"))[0]
     assert numpy_weights(model, wanted=False) is None
+    assert numpy_weights(model, wanted=True) is not None
+
+
+def test_a_copy_that_would_crowd_memory_keeps_mlx(monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """The path's float32 copy of the weights sits beside MLX's: a model whose copy would take
+    over half the available memory decodes on MLX, and the log says why."""
+    model = load(str(MODELS / "qwen3-tiny"))[0]
+    needed = numpy_decode.copy_bytes(model)
+    assert needed >= 4 * model.model.embed_tokens.weight.size
+    monkeypatch.setattr(numpy_decode, "available_memory", lambda: 2 * needed - 4)
+    with caplog.at_level("WARNING", logger="mlxcel.engine"):
+        assert numpy_weights(model, wanted=True) is None
+    assert "over half the available memory" in caplog.text
+    monkeypatch.setattr(numpy_decode, "available_memory", lambda: 2 * needed)
+    assert numpy_weights(model, wanted=True) is not None
+    monkeypatch.setattr(numpy_decode, "available_memory", lambda: None)
     assert numpy_weights(model, wanted=True) is not None
 
 

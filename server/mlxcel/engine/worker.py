@@ -1,6 +1,6 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
-once with continuous batching (mlx-lm's ``BatchGenerator``; with ``--numpy-decode`` on MLX's CPU
-backend, for llama-family models, the NumPy batch of ``engine/numpy_decode/``).
+once with continuous batching (mlx-lm's ``BatchGenerator``; on MLX's CPU backend, for dense
+llama-family models, the NumPy batch of ``engine/numpy_decode/`` unless ``--no-numpy-decode``).
 
 Each loop iteration: drop requests whose client left, admit queued requests into free slots
 (highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
@@ -69,6 +69,7 @@ from .solo import SoloRun
 from .speculative import SpeculativeRun, can_speculate, choose_drafter
 from .stats import EngineStats, RequestMetrics
 from .stops import StopMatcher
+from .thread_exit import wait_gone
 from .vision import VisionRun, is_vision_checkpoint, load_vision_model
 
 log = logging.getLogger("mlxcel.engine")
@@ -131,8 +132,8 @@ class EngineConfig:
     solo_only: bool = False
     # On the CPU, mlxcel's vectorized SwiGLU and decode attention (engine/cpu_kernels.py).
     cpu_kernels: bool = True
-    # Opt-in: on the CPU, llama-family models decode in numpy (engine/numpy_decode/).
-    numpy_decode: bool = False
+    # On MLX's CPU backend, llama-family models decode in numpy (engine/numpy_decode/).
+    numpy_decode: bool = True
     # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
     stream_interval_ms: float = 0.0
 
@@ -191,9 +192,8 @@ class Engine:
         self.queue.wake()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        # A process exiting with MLX work in flight aborts (exit 134). The engine thread drains
-        # mlx-lm's thread-local generation stream as it ends, the caller the default one here.
-        mx.synchronize()
+            wait_gone(self._thread)  # its MLX thread-locals, gone before an exit: thread_exit.py
+        mx.synchronize()  # MLX work in flight at exit aborts (134); the thread drains its own
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -290,7 +290,7 @@ class Engine:
                 self._step()
         for seq in self._running():
             self._finish(seq, "cancelled")
-        mx.synchronize(generation_stream)  # this thread's own stream: see stop()
+        mx.synchronize(generation_stream)  # this thread's own streams: see stop()
 
     @property
     def _idle(self) -> bool:

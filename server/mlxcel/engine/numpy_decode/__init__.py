@@ -1,9 +1,13 @@
-"""The NumPy decode path, opt-in (``--numpy-decode``, ``MLXCEL_NUMPY_DECODE=1``): on MLX's CPU
-backend, dense llama-family models (llama, mistral, qwen2, qwen3) read prompts and generate
-tokens with a forward pass in numpy instead of MLX. It is a Linux-CPU decode kernel that
-bypasses MLX for those steps, so it is off by default: the reference server runs on MLX, and the
-goldens and CI test the MLX path. Greedy tokens equal the MLX path's on every llama-family
-fixture and logprobs differ by less than 1e-4 (server/tests/test_numpy_decode.py).
+"""The NumPy decode path: on MLX's CPU backend (Linux without a GPU), dense llama-family models
+(llama, mistral, qwen2, qwen3) read prompts and generate tokens with a forward pass in numpy
+instead of MLX. It is on by default there (``--no-numpy-decode`` or ``MLXCEL_NUMPY_DECODE=0``
+keeps MLX for every step) and never used on Metal or CUDA, where MLX is the fast path. mlx-lm
+still loads the model, and prompt caches, sampled requests' processors and the single-sequence
+path (speculative decoding) stay on MLX. Greedy tokens equal the MLX path's on every
+llama-family fixture and logprobs differ by less than 1e-4 (server/tests/test_numpy_decode.py);
+the goldens, recorded on MLX, pass on both paths (CI runs the conformance suite on each). The path
+holds a float32 copy of the weights beside MLX's, so it is not used where that copy would crowd
+memory (``MEMORY_SHARE``).
 
 Why: on the CPU, MLX dispatches every operation of a step to its stream thread (a few
 microseconds each, ~170 operations per step for two layers), and its float32 products go
@@ -14,7 +18,7 @@ benchmarks/README.md ("The NumPy decode path").
 
 ``extract`` raises ``Unsupported`` for anything else (quantized weights, other rotary
 embeddings, sliding windows, other architectures); those models keep mlx-lm's
-``BatchGenerator``, as does every model when the path is not asked for.
+``BatchGenerator``, as does every model when the path is turned off.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import cast
 
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
+from mlx.utils import tree_flatten
 
 from .batch import NumpyBatch, Response
 from .parallel import Workers
@@ -38,6 +44,9 @@ from .weights import Unsupported, Weights, extract
 # product on the engine thread (benchmarks/README.md).
 THREADS_ENV = "MLXCEL_NUMPY_THREADS"
 MAX_THREADS = 8
+# The path keeps its own float32 copy of the weights beside MLX's: it is not used when that copy
+# would take more than this share of the memory available at load (the model decodes on MLX).
+MEMORY_SHARE = 0.5
 
 log = logging.getLogger("mlxcel.engine")
 
@@ -54,6 +63,12 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
     """The weights for the NumPy path when it is ``wanted`` and applies to ``model``."""
     if not wanted or not available():
         return None
+    needed, free = copy_bytes(model), available_memory()
+    if free is not None and needed > free * MEMORY_SHARE:
+        log.warning("NumPy decode path not used: its float32 copy of the weights (%.1f GiB) "
+                    "would take over half the available memory (%.1f GiB); decoding on MLX",
+                    needed / 2**30, free / 2**30)
+        return None
     try:
         weights = extract(model)
     except Unsupported as exc:
@@ -63,9 +78,27 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
     threads = int(os.environ.get(THREADS_ENV) or default_threads())
     if threads > 1:  # else the default, ``parallel.product``, on the calling thread
         weights.matmul = Workers(threads).matmul
-    log.info("decoding on the NumPy path (--numpy-decode), large products on %d thread(s), "
-             "numpy's OpenBLAS kernels: %s", threads, numpy_blas_kernels() or "unknown")
+    log.info("decoding on the NumPy path (--no-numpy-decode: MLX), large products on %d "
+             "thread(s), numpy's OpenBLAS kernels: %s", threads, numpy_blas_kernels() or "unknown")
     return weights
+
+
+def copy_bytes(model: nn.Module) -> int:
+    """At most what the path's float32 copy of ``model``'s weights takes."""
+    flat = cast("list[tuple[str, mx.array]]", tree_flatten(model.parameters()))
+    return 4 * sum(value.size for _, value in flat)
+
+
+def available_memory() -> int | None:
+    """Bytes the system can still give (``MemAvailable``), or None where it does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def default_threads() -> int:

@@ -61,6 +61,15 @@ class Response:
 
 
 @dataclass
+class Progress:
+    """One prompt chunk read, shaped like a ``BatchGenerator`` prompt response: ``progress`` is
+    (tokens of the inserted prompt read so far, its length)."""
+
+    uid: int
+    progress: tuple[int, int]
+
+
+@dataclass
 class _Sequence:
     uid: int
     slot: int
@@ -70,6 +79,9 @@ class _Sequence:
     sampler: Callable[[mx.array], mx.array]
     processors: list[Any]
     generated: int = 0
+    cached: int = 0  # tokens the slot held at insertion
+    prompt_len: int = 0  # tokens inserted to read
+
 
     @property
     def prefilling(self) -> bool:
@@ -113,7 +125,8 @@ class NumpyBatch:
             processors = list(logits_processors[index]) if logits_processors else []
             uid, self._next_uid = self._next_uid, self._next_uid + 1
             self._sequences[uid] = _Sequence(uid, slot, list(prompt), held, max_tokens[index],
-                                             sampler, processors)
+                                             sampler, processors, cached=cached,
+                                             prompt_len=len(prompt))
             self._by_slot[slot] = uid
             uids.append(uid)
         return uids
@@ -160,7 +173,7 @@ class NumpyBatch:
                 budget -= n
         return plan
 
-    def next(self) -> tuple[list[Any], list[Response]]:
+    def next(self) -> tuple[list[Progress], list[Response]]:
         plan = self._plan()
         if not plan:
             return [], []
@@ -171,9 +184,12 @@ class NumpyBatch:
             pieces = [Piece(seq.slot, seq.pending[:n]) for seq, n in plan]
             logits = forward(self.weights, self.rope, self.pool, pieces)
         done: list[tuple[_Sequence, np.ndarray]] = []
+        read: list[Progress] = []
         for (seq, n), row in zip(plan, logits, strict=True):
             seq.fed.extend(seq.pending[:n])
             seq.pending = seq.pending[n:]
+            if seq.prefilling:
+                read.append(Progress(seq.uid, (len(seq.fed) - seq.cached, seq.prompt_len)))
             if not seq.pending:
                 done.append((seq, row))
         # Sequences sampled in MLX (a sampler or processors) are evaluated together: one
@@ -190,7 +206,7 @@ class NumpyBatch:
                 responses.append(self._respond(seq, token, row, processed[0]))
             else:
                 responses.append(self._respond(seq, int(np.argmax(row)), row, None))
-        return [], responses
+        return read, responses
 
     def _draw(self, seq: _Sequence, row: np.ndarray) -> tuple[mx.array, mx.array]:
         """The sequence's next token, lazily, through its processors and sampler (as a
