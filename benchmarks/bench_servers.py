@@ -28,7 +28,10 @@ KNOWN = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
 # Variants: a server started with extra flags, benchmarked beside its default. mlxcel+mlx is
 # mlxcel decoding on MLX (on MLX's CPU backend mlxcel decodes llama-family models with its NumPy
 # kernel by default); llama-server@t1 is llama-server on one thread.
-VARIANTS = {"mlxcel+mlx": ["--no-numpy-decode"], "llama-server@t1": ["-t", "1"]}
+# mlxcel+numpy (``--numpy-decode``, the same as mlxcel since it became the default there) keeps
+# the commands of earlier measurements runnable.
+VARIANTS = {"mlxcel+mlx": ["--no-numpy-decode"], "mlxcel+numpy": ["--numpy-decode"],
+            "llama-server@t1": ["-t", "1"]}
 # Fields that make a server generate exactly max_tokens (no stop at end-of-sequence).
 FIXED_LENGTH = {"mlxcel": {"ignore_eos": True}, "llama-server": {"ignore_eos": True},
                 "vllm-mlx": {"ignore_eos": True}}

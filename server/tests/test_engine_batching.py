@@ -20,8 +20,9 @@ HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=11)
 
 @pytest.fixture(scope="module")
 def engines() -> Iterator[dict[bool, Engine]]:
-    """One engine per batch, started once for the module: mlx-lm's ``BatchGenerator`` (the
-    default) and the opt-in NumPy decode path (``--numpy-decode``)."""
+    """One engine per batch, started once for the module: mlx-lm's ``BatchGenerator``
+    (``--no-numpy-decode``, and every model on Metal) and the NumPy decode path (the default
+    on MLX's CPU backend)."""
     started: dict[bool, Engine] = {}
     for numpy_decode in (True, False):
         eng = started[numpy_decode] = Engine(EngineConfig(model=MODEL, parallel=4,

@@ -1,7 +1,8 @@
-"""The NumPy decode path (engine/numpy_decode/, opt-in with ``--numpy-decode``) against mlx-lm
+"""The NumPy decode path (engine/numpy_decode/, on by default on MLX's CPU backend) against mlx-lm
 on the fixture models: the same logits to float32 rounding, the same greedy tokens as the MLX
 path on every llama-family fixture with logprobs within ``LOGPROB_TOLERANCE``, prompts read in
-chunks, caches handed to and from MLX, the models it must refuse, and off unless asked for."""
+chunks, caches handed to and from MLX, the models it must refuse, and the switch that turns it
+off."""
 
 from __future__ import annotations
 
