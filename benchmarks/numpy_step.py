@@ -1,6 +1,6 @@
 """Time per decode step of the NumPy path (the default on MLX's CPU backend), in process: a
-batch of greedy sequences, one ``NumpyBatch.next()`` per step, CPU time of the calling thread and wall time,
-medians over rounds.
+batch of greedy sequences, one ``NumpyBatch.next()`` per step, CPU time of the calling thread
+and wall time, medians over rounds.
 
     python -m benchmarks.numpy_step --fixture tiny --batch 1,8,32 --rounds 8
 
