@@ -82,7 +82,6 @@ class _Sequence:
     cached: int = 0  # tokens the slot held at insertion
     prompt_len: int = 0  # tokens inserted to read
 
-
     @property
     def prefilling(self) -> bool:
         return self.generated == 0
