@@ -25,7 +25,12 @@ from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_w
 from mlxcel.engine.numpy_decode import batch as batch_module
 from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, decode_one, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
-from mlxcel.engine.numpy_decode.parallel import Workers, product
+from mlxcel.engine.numpy_decode.products import (
+    MIN_THREADED_PARAMETERS,
+    blas_threads,
+    product,
+    product_for,
+)
 from mlxcel.engine.numpy_decode.weights import rotation_order
 from mlxcel.engine.worker import EngineConfig
 
@@ -357,19 +362,58 @@ def test_models_it_cannot_reproduce_keep_mlx_lm(loaded: tuple[Any, Any]) -> None
         assert extract(load(str(MODELS / name))[0]).vocab_size > 0
 
 
-def test_large_products_split_over_threads_give_the_same_result() -> None:
-    workers = Workers(3)
-    try:
-        rng = np.random.default_rng(1)
-        x = rng.standard_normal((16, 512)).astype(np.float32)
-        w_t = rng.standard_normal((1536, 512)).astype(np.float32).T  # a transposed view
-        np.testing.assert_allclose(workers.matmul(x, w_t), x @ w_t, rtol=1e-5, atol=1e-4)
-        small = x[:1, :8] @ w_t[:8, :4]
-        np.testing.assert_array_equal(workers.matmul(x[:1, :8], w_t[:8, :4]), small)
-        for rows in (1, 2, 3, 6, 7):  # a few rows go row by row, more as one product
-            np.testing.assert_allclose(product(x[:rows], w_t), x[:rows] @ w_t, rtol=1e-5,
+def test_products_row_by_row_or_whole_give_the_same_result() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((16, 512)).astype(np.float32)
+    w_t = rng.standard_normal((1536, 512)).astype(np.float32).T  # a transposed view
+    for rows in (1, 2, 3, 6, 7):  # a few rows go row by row, more as one product
+        for matmul in (product, product_for(1), product_for(2)):
+            np.testing.assert_allclose(matmul(x[:rows], w_t), x[:rows] @ w_t, rtol=1e-5,
                                        atol=1e-4)
-        with pytest.raises(ValueError):  # a worker's failure reaches the caller
-            workers.matmul(x, rng.standard_normal((511, 4096)).astype(np.float32))
+    assert product_for(1) is product
+    threaded = product_for(2)
+    assert getattr(threaded, "keywords", {}) == {"max_rows": 2}
+
+
+def test_numpy_s_blas_threads_follow_the_model_size_and_the_setting() -> None:
+    """A model worth it gets one BLAS thread per core (at most 8); a tiny one, whose step is
+    bound by the event loop, keeps one; ``MLXCEL_NUMPY_THREADS`` overrides both."""
+    assert blas_threads(26_000_000, None, cores=2) == 2
+    assert blas_threads(26_000_000, "", cores=64) == 8
+    assert blas_threads(MIN_THREADED_PARAMETERS - 1, None, cores=2) == 1
+    assert blas_threads(230_000, "2", cores=2) == 2
+    assert blas_threads(26_000_000, "1", cores=2) == 1
+    assert blas_threads(26_000_000, "0", cores=2) == 1
+    assert blas_threads(26_000_000, None, cores=1) == 1
+
+
+def test_the_path_sets_numpy_s_blas_threads_and_the_tokens_stay_the_same(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        loaded: tuple[Any, Any]) -> None:
+    """``numpy_weights`` sets numpy's OpenBLAS to the threads chosen and says so; a batch on two
+    threads (its head product large enough for OpenBLAS to split) gives the one-thread logits."""
+    from threadpoolctl import threadpool_info
+
+    def numpy_blas_threads() -> int:
+        return next(int(lib["num_threads"]) for lib in threadpool_info()
+                    if lib.get("internal_api") == "openblas" and "numpy" in lib["filepath"])
+
+    model, _ = loaded
+    results = []
+    try:
+        for threads in ("2", "1"):
+            monkeypatch.setenv("MLXCEL_NUMPY_THREADS", threads)
+            with caplog.at_level("INFO", logger="mlxcel.engine"):
+                weights = numpy_weights(model, wanted=True)
+            assert weights is not None
+            assert numpy_blas_threads() == int(threads)
+            assert f"numpy's OpenBLAS on {threads} thread(s)" in caplog.text
+            pool = _pool(weights)
+            pieces = [Piece(pool.add(), [5 + i, 6, 7]) for i in range(64)]
+            results.append(forward(weights, RopeTable(weights), pool, pieces))
     finally:
-        workers.close()
+        numpy_decode.limit_numpy_blas(1)
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-5)
+    monkeypatch.delenv("MLXCEL_NUMPY_THREADS")
+    assert numpy_weights(model, wanted=True) is not None
+    assert numpy_blas_threads() == 1  # qwen3-tiny is below MIN_THREADED_PARAMETERS

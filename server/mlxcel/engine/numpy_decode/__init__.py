@@ -34,16 +34,9 @@ import numpy as np
 from mlx.utils import tree_flatten
 
 from .batch import NumpyBatch, Response
-from .parallel import Workers
+from .products import THREADS_ENV, blas_threads, product_for
 from .weights import Unsupported, Weights, extract
 
-# Threads for large matrix products (parallel.Workers; numpy's own BLAS runs single-threaded):
-# by default one per core the process may use, up to MAX_THREADS. On the 2-core machine it was
-# measured on, two made `bench` 14-15% faster at 8 and 32 streams and left one stream as it was
-# (small products never leave the engine thread); MLXCEL_NUMPY_THREADS=N sets N, 1 keeps every
-# product on the engine thread (benchmarks/README.md).
-THREADS_ENV = "MLXCEL_NUMPY_THREADS"
-MAX_THREADS = 8
 # The path keeps its own float32 copy of the weights beside MLX's: it is not used when that copy
 # would take more than this share of the memory available at load (the model decodes on MLX).
 MEMORY_SHARE = 0.5
@@ -74,12 +67,11 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
     except Unsupported as exc:
         log.info("NumPy decode path not used: %s", exc)
         return None
-    limit_numpy_blas(1)
-    threads = int(os.environ.get(THREADS_ENV) or default_threads())
-    if threads > 1:  # else the default, ``parallel.product``, on the calling thread
-        weights.matmul = Workers(threads).matmul
-    log.info("decoding on the NumPy path (--no-numpy-decode: MLX), large products on %d "
-             "thread(s), numpy's OpenBLAS kernels: %s", threads, numpy_blas_kernels() or "unknown")
+    threads = limit_numpy_blas(blas_threads(needed // 4, os.environ.get(THREADS_ENV))) or 1
+    weights.matmul = product_for(threads)
+    log.info("decoding on the NumPy path (--no-numpy-decode: MLX), numpy's OpenBLAS on %d "
+             "thread(s) (%s=N sets N), kernels: %s", threads, THREADS_ENV,
+             numpy_blas_kernels() or "unknown")
     return weights
 
 
@@ -101,12 +93,6 @@ def available_memory() -> int | None:
     return None
 
 
-def default_threads() -> int:
-    """The cores this process may run on, up to ``MAX_THREADS``."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, MAX_THREADS))
-
-
 def numpy_blas_kernels() -> str | None:
     """The kernels numpy's OpenBLAS chose for this CPU (``OPENBLAS_CORETYPE`` overrides)."""
     from threadpoolctl import threadpool_info
@@ -120,7 +106,7 @@ def numpy_blas_kernels() -> str | None:
 def limit_numpy_blas(threads: int) -> int:
     """Set the thread count of the BLAS bundled with numpy (only that one: an OpenBLAS that MLX
     was given through ``LD_PRELOAD`` keeps its own); returns ``threads``, or 0 when numpy's BLAS
-    was not found. Its own threads spin between calls: see ``parallel.py``."""
+    was not found. Its own threads spin between calls: see ``products.py``."""
     from threadpoolctl import ThreadpoolController
 
     numpy_root = Path(np.__file__).resolve().parent.parent

@@ -21,7 +21,6 @@ head; the embeddings stay a view of MLX's array when it is float32.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +28,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from .parallel import product
+from .products import MatMul, product
 
 # mlx-lm's model modules whose layers this forward pass reproduces (mistral loads as llama).
 MODULES = ("mlx_lm.models.llama", "mlx_lm.models.qwen2", "mlx_lm.models.qwen3")
@@ -38,8 +37,6 @@ MODULES = ("mlx_lm.models.llama", "mlx_lm.models.qwen2", "mlx_lm.models.qwen3")
 class Unsupported(Exception):
     """The model has a part the NumPy forward pass does not reproduce."""
 
-
-MatMul = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -80,7 +77,7 @@ class Weights:
     rope_scale: float
     dtype: mx.Dtype  # the model's own: caches handed back to MLX are converted to it
     key_order: np.ndarray | None  # the order of a head's key features in the KV pool
-    matmul: MatMul = field(default=product)  # ``parallel.Workers``' matmul uses more cores
+    matmul: MatMul = field(default=product)  # ``products.product_for(threads)``
 
     @property
     def vocab_size(self) -> int:

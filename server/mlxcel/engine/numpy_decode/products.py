@@ -1,0 +1,72 @@
+"""How the NumPy path multiplies rows by a weight matrix: numpy's bundled OpenBLAS, row by row
+for a few rows (``product``), on as many of OpenBLAS's own threads as the model is worth
+(``blas_threads``).
+
+Threads: OpenBLAS splits a product over its threads in C, with no hand-off through Python; its
+threads spin-wait between calls for up to ~0.1 s, then sleep. Measured on a 2-core machine
+(benchmarks/README.md, "Threads"), two of them made a `bench` step (26M parameters) 1.4-1.6x as
+fast as one at 1, 8 and 32 rows, and served 1.2-2x the tokens per second; the `tiny` fixture
+(230k parameters), whose step is bound by the event loop rather than arithmetic, lost ~10% to
+the spinning partner, so a model below ``MIN_THREADED_PARAMETERS`` keeps one thread. Where other
+processes hold the cores, a spinning partner that is descheduled stalls every product:
+``MLXCEL_NUMPY_THREADS=1`` keeps one thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+
+THREADS_ENV = "MLXCEL_NUMPY_THREADS"
+# Threads by default: one per core the process may use, at most this many.
+MAX_THREADS = 8
+# Models with fewer parameters (multiply-adds per token) keep numpy's BLAS on one thread.
+MIN_THREADED_PARAMETERS = 1 << 22
+# Up to this many rows, one matrix-vector product per row: numpy's OpenBLAS packs the weights
+# for a matrix product, and on one thread for 2-3 rows that cost 2.5-3x a single row's; row by
+# row it is 1.6-1.8x (the weights are still in cache for the second row). From 8 rows the
+# matrix product wins. One row as a vector is also ~12% faster than as a (1, n) matrix. On two
+# threads the matrix product already wins at 4 rows (a `bench` step 15-16 ms against 20-25).
+MAX_ROWS_AS_VECTORS = 6
+MAX_ROWS_AS_VECTORS_THREADED = 2
+# ... for weights of at least this many elements: below it the packing is cheap and the extra
+# calls cost more (the tiny fixture's batch-4 step took 1.23x as long row by row).
+MIN_VECTOR_WEIGHTS = 1 << 16
+
+MatMul = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def product(x: np.ndarray, w_t: np.ndarray, max_rows: int = MAX_ROWS_AS_VECTORS) -> np.ndarray:
+    """``x @ w_t``, row by row for up to ``max_rows`` rows (see ``MAX_ROWS_AS_VECTORS``)."""
+    if x.ndim != 2 or x.shape[0] > max_rows or w_t.size < MIN_VECTOR_WEIGHTS:
+        return x @ w_t
+    out = np.empty((x.shape[0], w_t.shape[1]), np.result_type(x, w_t))
+    for row in range(x.shape[0]):
+        np.matmul(x[row], w_t, out=out[row])
+    return out
+
+
+def product_for(threads: int) -> MatMul:
+    """``product`` as it runs best on ``threads`` BLAS threads."""
+    return product if threads <= 1 else partial(product, max_rows=MAX_ROWS_AS_VECTORS_THREADED)
+
+
+def blas_threads(parameters: int, setting: str | None = None, cores: int | None = None) -> int:
+    """Threads for numpy's BLAS on the NumPy path: ``setting`` (``MLXCEL_NUMPY_THREADS``) when
+    given, else one per core (at most ``MAX_THREADS``) for a model of at least
+    ``MIN_THREADED_PARAMETERS`` parameters, else one."""
+    if setting and setting.strip():
+        return max(1, int(setting))
+    if parameters < MIN_THREADED_PARAMETERS:
+        return 1
+    return max(1, min(cores if cores is not None else usable_cores(), MAX_THREADS))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
