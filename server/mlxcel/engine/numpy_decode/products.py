@@ -4,8 +4,8 @@ for a few rows (``product``), on as many of OpenBLAS's own threads as the model 
 
 Threads: OpenBLAS splits a product over its threads in C, with no hand-off through Python; its
 threads spin-wait between calls for up to ~0.1 s, then sleep. Measured on a 2-core machine
-(benchmarks/README.md, "Threads"), two of them made a `bench` step (26M parameters) 1.4-1.6x as
-fast as one at 1, 8 and 32 rows, and served 1.2-2x the tokens per second; the `tiny` fixture
+(benchmarks/README.md, "Threads"), two of them made a `bench` step (26M parameters) 1.2-1.8x as
+fast as one at 1, 8 and 32 rows, and served 1.3-1.5x the tokens per second; the `tiny` fixture
 (230k parameters), whose step is bound by the event loop rather than arithmetic, lost ~10% to
 the spinning partner, so a model below ``MIN_THREADED_PARAMETERS`` keeps one thread. Where other
 processes hold the cores, a spinning partner that is descheduled stalls every product:
