@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 
+from .cpu_time import stat_cpu_s
 from .run import free_port
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 KNOWN = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
 # Variants: a server started with extra flags, benchmarked beside its default. mlxcel+mlx is
 # mlxcel decoding on MLX (on MLX's CPU backend mlxcel decodes llama-family models with its NumPy
@@ -66,9 +66,7 @@ class RunningServer:
     def cpu_s(self) -> float:
         """User + system CPU seconds of the server process and its children so far."""
         try:
-            with open(f"/proc/{self.process.pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            return sum(int(f) for f in fields[11:15]) / CLOCK_TICKS
+            return stat_cpu_s(f"/proc/{self.process.pid}/stat", children=True)
         except (OSError, ValueError, IndexError):
             return float("nan")
 

@@ -25,11 +25,10 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from .cpu_time import stat_cpu_s
 from .fixture import fixture_path
 from .load import chat_body, sweep
 from .run import RESULTS, free_port, server
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass
@@ -41,9 +40,7 @@ class Target:
     def cpu_s(self) -> float:
         """User + system CPU seconds of the server process so far (Linux ``/proc``)."""
         try:
-            with open(f"/proc/{self.proc.pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            return stat_cpu_s(f"/proc/{self.proc.pid}/stat")
         except OSError:
             return float("nan")
 

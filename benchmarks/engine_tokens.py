@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import threading
 import time
 from typing import Any
 
+from .cpu_time import stat_cpu_s
 from .fixture import fixture_path
 
 ENGINE_THREAD = "mlxcel-engine"
@@ -24,9 +24,7 @@ ENGINE_THREAD = "mlxcel-engine"
 def thread_cpu_s(name: str) -> float:
     """User + system CPU seconds of this process's thread called ``name``."""
     thread = next(t for t in threading.enumerate() if t.name == name)
-    with open(f"/proc/self/task/{thread.native_id}/stat", encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu_s(f"/proc/self/task/{thread.native_id}/stat")
 
 
 async def requests(engine: Any, prompt: tuple[int, ...], count: int, max_tokens: int) -> int:
