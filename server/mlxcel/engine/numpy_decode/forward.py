@@ -218,8 +218,7 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
     x = w.embed[tokens]  # a copy: updated in place below
     rotate = rope.at(positions)
     for index, layer in enumerate(w.layers):
-        # row-major: a product may hand back a transposed view (``products.product``)
-        qkv = np.ascontiguousarray(layer.qkv(normalize(x, hidden_eps), mm))
+        qkv = layer.qkv(normalize(x, hidden_eps), mm)
         qk = qkv[:, :qk_width].reshape(rows, heads + kv_heads, dim)
         v = qkv[:, qk_width:].reshape(rows, kv_heads, dim)
         if layer.qk_norm is not None:
@@ -248,4 +247,4 @@ def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> n
     for piece, start, n in zip(pieces, starts, lengths, strict=True):
         pool.lengths[piece.slot] = start + n
     last = x if len(offsets) == rows + 1 else x[[o - 1 for o in offsets[1:]]]
-    return np.ascontiguousarray(mm(normalize(last, hidden_eps) * w.norm, w.lm_head_t))
+    return mm(normalize(last, hidden_eps) * w.norm, w.lm_head_t)

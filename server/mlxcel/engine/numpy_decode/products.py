@@ -1,6 +1,6 @@
 """How the NumPy path multiplies rows by a weight matrix: numpy's bundled OpenBLAS, row by row
-for a few rows (``product``), a large weight held to multiply from the left (``arrange``), on
-as many of OpenBLAS's own threads as the model is worth (``blas_threads``).
+for a few rows (``product``), on as many of OpenBLAS's own threads as the model is worth
+(``blas_threads``).
 
 Threads: OpenBLAS splits a product over its threads in C, with no hand-off through Python; its
 threads spin-wait between calls for up to ~0.1 s, then sleep. Measured on a 2-core machine
@@ -35,43 +35,18 @@ MAX_ROWS_AS_VECTORS_THREADED = 2
 # ... for weights of at least this many elements: below it the packing is cheap and the extra
 # calls cost more (the tiny fixture's batch-4 step took 1.23x as long row by row).
 MIN_VECTOR_WEIGHTS = 1 << 16
-# From this many elements a weight is held row-major ``(out, in)`` and multiplied from the left,
-# ``w @ x.T`` (``arrange``): numpy's OpenBLAS packs it faster that way. A whole `bench` step on
-# two threads, both layouts in one process, rounds interleaved (``benchmarks.weight_layout``,
-# 2026-12-03): 8 rows 16.4-19.1 ms against 22.6-24.1, 32 rows 32.8-35.9 against 36.7-38.5, one
-# row the same; the `tiny` fixture's step the same at 1, 8 and 32 rows.
-MIN_OUTPUTS_FIRST = MIN_VECTOR_WEIGHTS
 
 MatMul = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def product(x: np.ndarray, w_t: np.ndarray, max_rows: int = MAX_ROWS_AS_VECTORS) -> np.ndarray:
-    """``x @ w_t``, row by row for up to ``max_rows`` rows (see ``MAX_ROWS_AS_VECTORS``); when
-    ``w_t`` is the transposed view of a row-major ``w`` (``arrange``), computed as ``w @ x.T``
-    and handed back as its transposed view."""
-    if w_t.size < MIN_VECTOR_WEIGHTS:
+    """``x @ w_t``, row by row for up to ``max_rows`` rows (see ``MAX_ROWS_AS_VECTORS``)."""
+    if x.ndim != 2 or x.shape[0] > max_rows or w_t.size < MIN_VECTOR_WEIGHTS:
         return x @ w_t
-    w = w_t.T if w_t.flags.f_contiguous and not w_t.flags.c_contiguous else None
-    if x.ndim != 2:
-        return x @ w_t if w is None else w @ x
-    if x.shape[0] > max_rows:
-        return x @ w_t if w is None else (w @ np.ascontiguousarray(x).T).T
     out = np.empty((x.shape[0], w_t.shape[1]), np.result_type(x, w_t))
     for row in range(x.shape[0]):
-        if w is None:
-            np.matmul(x[row], w_t, out=out[row])
-        else:
-            np.matmul(w, x[row], out=out[row])
+        np.matmul(x[row], w_t, out=out[row])
     return out
-
-
-def arrange(weight: np.ndarray) -> np.ndarray:
-    """How to hold an ``(out, in)`` weight for ``product``: its ``(in, out)`` transpose, as a
-    row-major copy for a small matrix, as the transposed view of a row-major ``(out, in)``
-    copy from ``MIN_OUTPUTS_FIRST`` elements (see there)."""
-    if weight.size >= MIN_OUTPUTS_FIRST:
-        return np.array(weight, np.float32, order="C", copy=True).T
-    return np.ascontiguousarray(weight.T)
 
 
 def product_for(threads: int) -> MatMul:
