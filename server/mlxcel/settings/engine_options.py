@@ -54,9 +54,10 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            "(benchmarks/README.md); off keeps MLX for every step; no effect on Metal or CUDA",
            ENGINE, flags=("--numpy-decode",), off_flags=("--no-numpy-decode",),
            env=("MLXCEL_NUMPY_DECODE",), kind="bool", to="engine"),
-    Option("stream_interval_ms", 1.0, "milliseconds a stream's tokens gather between socket "
+    Option("stream_interval_ms", 4.0, "milliseconds a stream's tokens gather between socket "
            "writes (0 sends each token as it is generated; the first token and the end go at "
-           "once)", ENGINE, flags=("--stream-interval-ms",),
+           "once; only a stream faster than one token per interval is grouped)", ENGINE,
+           flags=("--stream-interval-ms",),
            env=("MLXCEL_STREAM_INTERVAL_MS",), type=float, to="engine", minimum=0.0),
 )
 
