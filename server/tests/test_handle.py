@@ -139,3 +139,31 @@ def test_a_paced_stream_wakes_the_loop_once_per_interval_and_at_once_for_the_end
     assert counts == [1, 1, 1, 2], "first token at once, the next five held, the end at once"
     assert [[getattr(e, "text", "end") for e in batch] for batch in got] == [
         ["a"], ["0", "1", "2", "3", "4", "end"]]
+
+
+def test_a_stream_slower_than_the_interval_sends_each_token_on_its_own() -> None:
+    """Pacing groups only tokens that come faster than one per interval: a token that follows
+    the last wake-up by more than the interval wakes the loop at once, alone."""
+
+    async def run() -> tuple[list[list[EngineEvent]], int]:
+        loop = asyncio.get_running_loop()
+        handle = RequestHandle(_request(), loop, interval_s=0.01)
+        calls = count_wakeups(loop)
+        got: list[list[EngineEvent]] = []
+
+        async def consume() -> None:
+            async for batch in handle.batches():
+                got.append(batch)
+
+        consumer = asyncio.create_task(consume())
+        for i in range(4):
+            handle.emit(TokenDelta(str(i), (i,)))
+            await asyncio.sleep(0.03)  # three intervals between tokens
+        handle.emit(Finished("length", 2, 4))
+        await asyncio.wait_for(consumer, 5)
+        return got, calls[0]
+
+    got, wakeups = asyncio.run(run())
+    assert wakeups == 5, "one wake-up per token and one for the end"
+    assert [[getattr(e, "text", "end") for e in batch] for batch in got] == [
+        ["0"], ["1"], ["2"], ["3"], ["end"]]
