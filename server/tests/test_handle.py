@@ -26,6 +26,18 @@ def count_wakeups(loop: asyncio.AbstractEventLoop) -> list[int]:
     return calls
 
 
+def consume_batches(handle: RequestHandle
+                    ) -> tuple[list[list[EngineEvent]], asyncio.Task[None]]:
+    """A task that appends each batch the handle yields to the returned list, until the end."""
+    got: list[list[EngineEvent]] = []
+
+    async def consume() -> None:
+        async for batch in handle.batches():
+            got.append(batch)
+
+    return got, asyncio.create_task(consume())
+
+
 def test_events_emitted_before_the_loop_drains_arrive_as_one_batch_in_order() -> None:
     async def run() -> list[list[EngineEvent]]:
         handle = RequestHandle(_request(), asyncio.get_running_loop())
@@ -117,13 +129,7 @@ def test_a_paced_stream_wakes_the_loop_once_per_interval_and_at_once_for_the_end
         loop = asyncio.get_running_loop()
         handle = RequestHandle(_request(), loop, interval_s=60.0)
         calls = count_wakeups(loop)
-        got: list[list[EngineEvent]] = []
-
-        async def consume() -> None:
-            async for batch in handle.batches():
-                got.append(batch)
-
-        consumer = asyncio.create_task(consume())
+        got, consumer = consume_batches(handle)
         handle.emit(TokenDelta("a", (1,)))
         await asyncio.sleep(0.01)  # the loop takes the first token
         after_first = calls[0]
@@ -149,13 +155,7 @@ def test_a_stream_slower_than_the_interval_sends_each_token_on_its_own() -> None
         loop = asyncio.get_running_loop()
         handle = RequestHandle(_request(), loop, interval_s=0.01)
         calls = count_wakeups(loop)
-        got: list[list[EngineEvent]] = []
-
-        async def consume() -> None:
-            async for batch in handle.batches():
-                got.append(batch)
-
-        consumer = asyncio.create_task(consume())
+        got, consumer = consume_batches(handle)
         for i in range(4):
             handle.emit(TokenDelta(str(i), (i,)))
             await asyncio.sleep(0.03)  # three intervals between tokens
