@@ -19,9 +19,8 @@ import sys
 import time
 from typing import Any
 
-from .fixture import fixture_path
+from .numpy_step import load_weights, step_times
 
-PROMPT = [6, 7, 8, 9, 10, 11, 12]
 # The busy process: spins for ``duty`` of every 2 ms period and sleeps for the rest.
 BUSY = """
 import sys, time
@@ -32,20 +31,6 @@ while True:
         pass
     time.sleep((1 - duty) * 0.002)
 """
-
-
-def step_ms(weights: Any, batch: int, steps: int) -> float:
-    """Wall ms per step for ``batch`` sequences, after a warm-up."""
-    from mlxcel.engine.numpy_decode import NumpyBatch
-
-    generator = NumpyBatch(weights)
-    generator.insert([[5 + i, *PROMPT] for i in range(batch)], [steps + 30] * batch)
-    for _ in range(15):
-        generator.next()
-    start = time.perf_counter()
-    for _ in range(steps):
-        generator.next()
-    return (time.perf_counter() - start) / steps * 1e3
 
 
 def with_busy(duty: float, measure: Any) -> float:
@@ -71,14 +56,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    from mlxcel.engine.model import load_model
-    from mlxcel.engine.numpy_decode import limit_numpy_blas, numpy_weights
+    from mlxcel.engine.numpy_decode import limit_numpy_blas
     from mlxcel.engine.numpy_decode.products import product_for
 
-    model = load_model(fixture_path(args.fixture), ctx_size=4096)
-    weights = numpy_weights(model.model, True)
-    if weights is None:
-        raise SystemExit("the NumPy path does not take this model")
+    weights = load_weights(args.fixture)
     batches = [int(b) for b in args.batch.split(",")]
     duties = [float(d) for d in args.duty.split(",")]
     thread_counts = [int(t) for t in args.threads.split(",")]
@@ -89,7 +70,7 @@ def main() -> None:
             weights.matmul = product_for(threads)
             for batch in batches:
                 for duty in duties:
-                    ms = with_busy(duty, lambda b=batch: step_ms(weights, b, args.steps))
+                    ms = with_busy(duty, lambda b=batch: step_times(weights, b, args.steps)[1])
                     samples.setdefault((threads, batch, duty), []).append(ms)
     rows = []
     for (threads, batch, duty), runs in sorted(samples.items()):

@@ -35,6 +35,19 @@ def step_times(weights: Any, batch: int, steps: int) -> tuple[float, float]:
     return ((time.thread_time() - cpu) / steps * 1e3, (time.perf_counter() - wall) / steps * 1e3)
 
 
+def load_weights(fixture: str) -> Any:
+    """The NumPy path's weights of ``fixture`` (``tiny`` or ``bench``), threads set as the
+    server sets them."""
+    from mlxcel.engine.model import load_model
+    from mlxcel.engine.numpy_decode import numpy_weights
+
+    model = load_model(fixture_path(fixture), ctx_size=4096)
+    weights = numpy_weights(model.model, True)
+    if weights is None:
+        raise SystemExit("the NumPy path does not take this model")
+    return weights
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fixture", default="tiny", help="tiny or bench")
@@ -43,13 +56,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
 
-    from mlxcel.engine.model import load_model
-    from mlxcel.engine.numpy_decode import numpy_weights
-
-    model = load_model(fixture_path(args.fixture), ctx_size=4096)
-    weights = numpy_weights(model.model, True)
-    if weights is None:
-        raise SystemExit("the NumPy path does not take this model")
+    weights = load_weights(args.fixture)
     batches = [int(b) for b in args.batch.split(",")]
     samples: dict[int, list[tuple[float, float]]] = {b: [] for b in batches}
     for _ in range(args.rounds):
