@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from typing import Any
 
 from .fixture import fixture_path
+
+THREADS_ENV = "MLXCEL_NUMPY_THREADS"
 
 PROMPT = [5, 6, 7, 8, 9, 10, 11, 12]
 
@@ -37,12 +40,12 @@ def step_times(weights: Any, batch: int, steps: int) -> tuple[float, float]:
 
 def load_weights(fixture: str) -> Any:
     """The NumPy path's weights of ``fixture`` (``tiny`` or ``bench``), threads set as the
-    server sets them."""
+    server sets them (``MLXCEL_NUMPY_THREADS=N``: N, as the server's ``--threads N``)."""
     from mlxcel.engine.model import load_model
     from mlxcel.engine.numpy_decode import numpy_weights
 
     model = load_model(fixture_path(fixture), ctx_size=4096)
-    weights = numpy_weights(model.model, True)
+    weights = numpy_weights(model.model, True, threads=int(os.environ.get(THREADS_ENV) or 0))
     if weights is None:
         raise SystemExit("the NumPy path does not take this model")
     return weights

@@ -377,18 +377,18 @@ def test_products_row_by_row_or_whole_give_the_same_result() -> None:
 
 def test_numpy_s_blas_threads_follow_the_model_size_and_the_setting() -> None:
     """A model worth it gets one BLAS thread per core (at most 8); a tiny one, whose step is
-    bound by the event loop, keeps one; ``MLXCEL_NUMPY_THREADS`` overrides both."""
-    assert blas_threads(26_000_000, None, cores=2) == 2
-    assert blas_threads(26_000_000, "", cores=64) == 8
-    assert blas_threads(MIN_THREADED_PARAMETERS - 1, None, cores=2) == 1
-    assert blas_threads(230_000, "2", cores=2) == 2
-    assert blas_threads(26_000_000, "1", cores=2) == 1
-    assert blas_threads(26_000_000, "0", cores=2) == 1
-    assert blas_threads(26_000_000, None, cores=1) == 1
+    bound by the event loop, keeps one; ``--threads`` above 0 overrides both."""
+    assert blas_threads(26_000_000, cores=2) == 2
+    assert blas_threads(26_000_000, 0, cores=64) == 8
+    assert blas_threads(MIN_THREADED_PARAMETERS - 1, 0, cores=2) == 1
+    assert blas_threads(230_000, 2, cores=2) == 2
+    assert blas_threads(26_000_000, 1, cores=2) == 1
+    assert blas_threads(26_000_000, 3, cores=2) == 3
+    assert blas_threads(26_000_000, 0, cores=1) == 1
 
 
 def test_the_path_sets_numpy_s_blas_threads_and_the_tokens_stay_the_same(
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        caplog: pytest.LogCaptureFixture,
         loaded: tuple[Any, Any]) -> None:
     """``numpy_weights`` sets numpy's OpenBLAS to the threads chosen and says so; a batch on two
     threads (its head product large enough for OpenBLAS to split) gives the one-thread logits."""
@@ -402,9 +402,8 @@ def test_the_path_sets_numpy_s_blas_threads_and_the_tokens_stay_the_same(
     results = []
     try:
         for threads in ("2", "1"):
-            monkeypatch.setenv("MLXCEL_NUMPY_THREADS", threads)
             with caplog.at_level("INFO", logger="mlxcel.engine"):
-                weights = numpy_weights(model, wanted=True)
+                weights = numpy_weights(model, wanted=True, threads=int(threads))
             assert weights is not None
             assert numpy_blas_threads() == int(threads)
             assert f"numpy's OpenBLAS on {threads} thread(s)" in caplog.text
@@ -414,6 +413,5 @@ def test_the_path_sets_numpy_s_blas_threads_and_the_tokens_stay_the_same(
     finally:
         numpy_decode.limit_numpy_blas(1)
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-5)
-    monkeypatch.delenv("MLXCEL_NUMPY_THREADS")
     assert numpy_weights(model, wanted=True) is not None
     assert numpy_blas_threads() == 1  # qwen3-tiny is below MIN_THREADED_PARAMETERS

@@ -29,6 +29,7 @@ FLAGS = {
     "--top-k": "top_k", "--top-p": "top_p", "--min-p": "min_p", "--seed": "seed",
     "--repeat-penalty": "repeat_penalty", "--repeat-last-n": "repeat_last_n",
     "--numpy-decode": "numpy_decode", "--stream-interval-ms": "stream_interval_ms",
+    "-t": "threads", "--threads": "threads",
     "--frequency-penalty": "frequency_penalty", "--presence-penalty": "presence_penalty",
     "--dry-multiplier": "dry_multiplier", "--dry-base": "dry_base",
     "--dry-allowed-length": "dry_allowed_length", "--dry-penalty-last-n": "dry_penalty_last_n",
@@ -81,6 +82,8 @@ ENV = [
     ("LLAMA_ARG_N_PARALLEL", "2", "parallel", 2),
     ("MLXCEL_NUMPY_DECODE", "0", "numpy_decode", False),
     ("MLXCEL_STREAM_INTERVAL_MS", "0", "stream_interval_ms", 0.0),
+    ("MLXCEL_NUMPY_THREADS", "1", "threads", 1),
+    ("LLAMA_ARG_THREADS", "2", "threads", 2),
     ("MLXCEL_MAX_QUEUE", "9", "max_queue", 9),
     ("LLAMA_ARG_NO_CACHE_PROMPT", "1", "cache_prompt", False),
     ("LLAMA_ARG_ENDPOINT_METRICS", "true", "metrics", True),
@@ -188,7 +191,7 @@ def test_an_unreadable_variable_is_a_usage_error(capsys: pytest.CaptureFixture[s
     with pytest.raises(SettingError):
         env_bool("X", "maybe")
     for env in ({"LLAMA_ARG_ENDPOINT_METRICS": "maybe"}, {"LLAMA_ARG_PORT": "eighty"},
-                {"LLAMA_ARG_POOLING": "max"}):
+                {"LLAMA_ARG_POOLING": "max"}, {"MLXCEL_NUMPY_THREADS": "two"}):
         with pytest.raises(SystemExit) as info:
             build_parser(environ=env).parse_args([])
         assert info.value.code == 2
@@ -215,12 +218,14 @@ def test_every_config_field_has_its_setting() -> None:
 def test_values_reach_the_engine_clamped() -> None:
     args = build_parser(environ={}).parse_args(
         ["--model", "m", "-np", "0", "--cache-ttl", "5", "--no-cache-prompt",
-         "--spec-type", "prompt-lookup", "--media-max-bytes", "0", "--video-max-frames", "1"])
+         "--spec-type", "prompt-lookup", "--media-max-bytes", "0", "--video-max-frames", "1",
+         "-t", "-1"])
     config = config_from_args(args)
     engine = engine_config(args, config)
     assert (engine.parallel, config.parallel) == (1, 1)
     assert engine.cache_ttl_s == 5.0 and not engine.cache_prompt and engine.prompt_lookup
     assert engine.media.max_bytes == 1 and engine.media.video_max_frames == 2
+    assert engine.numpy_threads == 0  # llama-server's -t -1: the default choice
 
 
 def test_every_setting_is_declared_once() -> None:

@@ -134,6 +134,8 @@ class EngineConfig:
     cpu_kernels: bool = True
     # On MLX's CPU backend, llama-family models decode in numpy (engine/numpy_decode/).
     numpy_decode: bool = True
+    # Threads of the NumPy path's products (numpy's OpenBLAS): 0 picks (numpy_decode/products.py).
+    numpy_threads: int = 0
     # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
     stream_interval_ms: float = 0.0
 
@@ -311,7 +313,7 @@ class Engine:
             self._logprobs = LogprobRenderer(self.model.tokenizer)
             self._numpy_weights = numpy_weights(
                 self.model.model, self.config.numpy_decode and self.model.vision is None
-                and not self.config.solo_only)
+                and not self.config.solo_only, threads=self.config.numpy_threads)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()

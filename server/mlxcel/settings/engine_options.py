@@ -54,6 +54,11 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            "(benchmarks/README.md); off keeps MLX for every step; no effect on Metal or CUDA",
            ENGINE, flags=("--numpy-decode",), off_flags=("--no-numpy-decode",),
            env=("MLXCEL_NUMPY_DECODE",), kind="bool", to="engine"),
+    Option("threads", 0, "threads of the NumPy decode path's matrix products (numpy's "
+           "OpenBLAS); 0 (or below): one per core, at most 8, for a model of 4M parameters or "
+           "more, else one", ENGINE, flags=("-t", "--threads"),
+           env=("MLXCEL_NUMPY_THREADS", "LLAMA_ARG_THREADS"), type=int, to="engine",
+           field="numpy_threads", minimum=0),
     Option("stream_interval_ms", 4.0, "milliseconds a stream's tokens gather between socket "
            "writes (0 sends each token as it is generated; the first token and the end go at "
            "once; only a stream faster than one token per interval is grouped)", ENGINE,

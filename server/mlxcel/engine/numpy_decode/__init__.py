@@ -24,7 +24,6 @@ embeddings, sliding windows, other architectures); those models keep mlx-lm's
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import cast
 
@@ -34,7 +33,7 @@ import numpy as np
 from mlx.utils import tree_flatten
 
 from .batch import NumpyBatch, Response
-from .products import THREADS_ENV, blas_threads, product_for
+from .products import blas_threads, product_for
 from .weights import Unsupported, Weights, extract
 
 # The path keeps its own float32 copy of the weights beside MLX's: it is not used when that copy
@@ -52,8 +51,9 @@ def available() -> bool:
     return bool(mx.default_device() == mx.cpu)
 
 
-def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
-    """The weights for the NumPy path when it is ``wanted`` and applies to ``model``."""
+def numpy_weights(model: nn.Module, wanted: bool, threads: int = 0) -> Weights | None:
+    """The weights for the NumPy path when it is ``wanted`` and applies to ``model``, its
+    products on ``threads`` BLAS threads (``--threads``; 0: ``blas_threads`` picks)."""
     if not wanted or not available():
         return None
     needed, free = copy_bytes(model), available_memory()
@@ -67,10 +67,10 @@ def numpy_weights(model: nn.Module, wanted: bool) -> Weights | None:
     except Unsupported as exc:
         log.info("NumPy decode path not used: %s", exc)
         return None
-    threads = limit_numpy_blas(blas_threads(needed // 4, os.environ.get(THREADS_ENV))) or 1
+    threads = limit_numpy_blas(blas_threads(needed // 4, threads)) or 1
     weights.matmul = product_for(threads)
     log.info("decoding on the NumPy path (--no-numpy-decode: MLX), numpy's OpenBLAS on %d "
-             "thread(s) (%s=N sets N), kernels: %s", threads, THREADS_ENV,
+             "thread(s) (--threads N sets N), kernels: %s", threads,
              numpy_blas_kernels() or "unknown")
     return weights
 

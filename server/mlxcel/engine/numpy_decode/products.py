@@ -9,7 +9,7 @@ fast as one at 1, 8 and 32 rows, and served 1.3-1.5x the tokens per second; the 
 (230k parameters), whose step is bound by the event loop rather than arithmetic, lost ~10% to
 the spinning partner, so a model below ``MIN_THREADED_PARAMETERS`` keeps one thread. Where other
 processes hold the cores, a spinning partner that is descheduled stalls every product:
-``MLXCEL_NUMPY_THREADS=1`` keeps one thread.
+``--threads 1`` (``MLXCEL_NUMPY_THREADS=1``) keeps one thread.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from functools import partial
 
 import numpy as np
 
-THREADS_ENV = "MLXCEL_NUMPY_THREADS"
 # Threads by default: one per core the process may use, at most this many.
 MAX_THREADS = 8
 # Models with fewer parameters (multiply-adds per token) keep numpy's BLAS on one thread.
@@ -54,12 +53,12 @@ def product_for(threads: int) -> MatMul:
     return product if threads <= 1 else partial(product, max_rows=MAX_ROWS_AS_VECTORS_THREADED)
 
 
-def blas_threads(parameters: int, setting: str | None = None, cores: int | None = None) -> int:
-    """Threads for numpy's BLAS on the NumPy path: ``setting`` (``MLXCEL_NUMPY_THREADS``) when
-    given, else one per core (at most ``MAX_THREADS``) for a model of at least
+def blas_threads(parameters: int, setting: int = 0, cores: int | None = None) -> int:
+    """Threads for numpy's BLAS on the NumPy path: ``setting`` (``--threads``) when above 0,
+    else one per core (at most ``MAX_THREADS``) for a model of at least
     ``MIN_THREADED_PARAMETERS`` parameters, else one."""
-    if setting and setting.strip():
-        return max(1, int(setting))
+    if setting > 0:
+        return setting
     if parameters < MIN_THREADED_PARAMETERS:
         return 1
     return max(1, min(cores if cores is not None else usable_cores(), MAX_THREADS))
