@@ -19,7 +19,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import mlx.core as mx
@@ -41,21 +40,16 @@ from ..generation import (
     TokenDelta,
     TokenLogprob,
 )
-from ..media.policy import MediaPolicy
 from . import loop_detection
 from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
+from .engine_config import EngineConfig
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
 from .numpy_decode import NumpyBatch, Weights, numpy_weights
 from .penalties import build_logits_processors
-from .prompt_cache import (
-    DEFAULT_CAPACITY_BYTES,
-    DEFAULT_MAX_ENTRIES,
-    DEFAULT_TTL_S,
-    PromptCache,
-)
+from .prompt_cache import PromptCache
 from .sampling import (
     RequestSampler,
     build_sampler,
@@ -108,44 +102,6 @@ def settle_heap() -> None:
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
-@dataclass
-class EngineConfig:
-    model: str
-    ctx_size: int = 0  # total context, divided among the slots; 0 = the model's own per slot
-    parallel: int = 1  # the CLI's default is 4 (--parallel)
-    prefill_step_size: int = 256
-    max_queue: int = 0  # 0 = 4 x parallel
-    cache_prompt: bool = True
-    cache_bytes: int = DEFAULT_CAPACITY_BYTES
-    cache_entries: int = DEFAULT_MAX_ENTRIES
-    cache_ttl_s: float = DEFAULT_TTL_S
-    # --media-path roots and image bounds, for a vision-language model.
-    media: MediaPolicy = dataclasses.field(default_factory=MediaPolicy)
-    # Speculative decoding (single-sequence path only): a draft model sharing the tokenizer,
-    # else prompt lookup; draft_max is the default number of drafted tokens per round.
-    draft_model: str | None = None
-    draft_max: int = 3
-    prompt_lookup: bool = False
-    # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
-    solo_only: bool = False
-    # On the CPU, mlxcel's vectorized SwiGLU and decode attention (engine/cpu_kernels.py).
-    cpu_kernels: bool = True
-    # On MLX's CPU backend, llama-family models decode in numpy (engine/numpy_decode/).
-    numpy_decode: bool = True
-    # Threads of the NumPy path's products (numpy's OpenBLAS): 0 picks (numpy_decode/products.py).
-    numpy_threads: int = 0
-    # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
-    stream_interval_ms: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.solo_only and self.parallel != 1:
-            raise ValueError("solo_only serves one request at a time: parallel must be 1")
-
-    @property
-    def slot_ctx_size(self) -> int:
-        return self.ctx_size // max(self.parallel, 1) if self.ctx_size > 0 else 0
 
 
 def _draws_nothing() -> None:
