@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from mlxcel.engine.numpy_decode import lanes as lanes_module
+from mlxcel.engine.numpy_decode.laned import LanedBatch
 from mlxcel.engine.worker import Engine, EngineConfig
 from mlxcel.generation import Finished, GenerationRequest, SamplingParams, TokenDelta
 from mlxcel.observability import engine_registry, render
@@ -18,31 +20,42 @@ MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3
 HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=11)
 
 
+BATCHES = {
+    "numpy-decode": {},
+    "numpy-lanes": {"decode_lanes": 2},
+    "mlx-batch": {"numpy_decode": False},
+}
+
+
 @pytest.fixture(scope="module")
-def engines() -> Iterator[dict[bool, Engine]]:
+def engines() -> Iterator[dict[str, Engine]]:
     """One engine per batch, started once for the module: mlx-lm's ``BatchGenerator``
-    (``--no-numpy-decode``, and every model on Metal) and the NumPy decode path (the default
-    on MLX's CPU backend)."""
-    started: dict[bool, Engine] = {}
-    for numpy_decode in (True, False):
-        eng = started[numpy_decode] = Engine(EngineConfig(model=MODEL, parallel=4,
-                                                          numpy_decode=numpy_decode))
-        eng.start()
-        assert eng.wait_ready(60), eng.load_error
-    yield started
-    for eng in started.values():
-        eng.stop()
+    (``--no-numpy-decode``, and every model on Metal), the NumPy decode path (the default on
+    MLX's CPU backend), and that path over two decode lanes (``--decode-lanes 2``), every
+    sequence in a lane of its own process (``SPREAD_FROM`` 0)."""
+    started: dict[str, Engine] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lanes_module, "SPREAD_FROM", 0)
+        for name, options in BATCHES.items():
+            eng = started[name] = Engine(EngineConfig(model=MODEL, parallel=4,
+                                                      **options))  # type: ignore[arg-type]
+            eng.start()
+            assert eng.wait_ready(60), eng.load_error
+        assert isinstance(started["numpy-lanes"]._batch, LanedBatch)
+        yield started
+        for eng in started.values():
+            eng.stop()
 
 
-@pytest.fixture(params=[True, False], ids=["numpy-decode", "mlx-batch"])
-def engine(request: pytest.FixtureRequest, engines: dict[bool, Engine]) -> Engine:
+@pytest.fixture(params=list(BATCHES))
+def engine(request: pytest.FixtureRequest, engines: dict[str, Engine]) -> Engine:
     return engines[request.param]
 
 
 @pytest.fixture
-def mlx_engine(engines: dict[bool, Engine]) -> Engine:
+def mlx_engine(engines: dict[str, Engine]) -> Engine:
     """mlx-lm's batch, beside which a lone request decodes on the single-sequence lane."""
-    return engines[False]
+    return engines["mlx-batch"]
 
 
 def _request(engine: Engine, **fields: Any) -> GenerationRequest:

@@ -29,7 +29,7 @@ FLAGS = {
     "--top-k": "top_k", "--top-p": "top_p", "--min-p": "min_p", "--seed": "seed",
     "--repeat-penalty": "repeat_penalty", "--repeat-last-n": "repeat_last_n",
     "--numpy-decode": "numpy_decode", "--stream-interval-ms": "stream_interval_ms",
-    "-t": "threads", "--threads": "threads",
+    "-t": "threads", "--threads": "threads", "--decode-lanes": "decode_lanes",
     "--frequency-penalty": "frequency_penalty", "--presence-penalty": "presence_penalty",
     "--dry-multiplier": "dry_multiplier", "--dry-base": "dry_base",
     "--dry-allowed-length": "dry_allowed_length", "--dry-penalty-last-n": "dry_penalty_last_n",
@@ -84,6 +84,7 @@ ENV = [
     ("MLXCEL_STREAM_INTERVAL_MS", "0", "stream_interval_ms", 0.0),
     ("MLXCEL_NUMPY_THREADS", "1", "threads", 1),
     ("LLAMA_ARG_THREADS", "2", "threads", 2),
+    ("MLXCEL_DECODE_LANES", "2", "decode_lanes", 2),
     ("MLXCEL_MAX_QUEUE", "9", "max_queue", 9),
     ("LLAMA_ARG_NO_CACHE_PROMPT", "1", "cache_prompt", False),
     ("LLAMA_ARG_ENDPOINT_METRICS", "true", "metrics", True),
@@ -219,13 +220,14 @@ def test_values_reach_the_engine_clamped() -> None:
     args = build_parser(environ={}).parse_args(
         ["--model", "m", "-np", "0", "--cache-ttl", "5", "--no-cache-prompt",
          "--spec-type", "prompt-lookup", "--media-max-bytes", "0", "--video-max-frames", "1",
-         "-t", "-1"])
+         "-t", "-1", "--decode-lanes", "-3"])
     config = config_from_args(args)
     engine = engine_config(args, config)
     assert (engine.parallel, config.parallel) == (1, 1)
     assert engine.cache_ttl_s == 5.0 and not engine.cache_prompt and engine.prompt_lookup
     assert engine.media.max_bytes == 1 and engine.media.video_max_frames == 2
     assert engine.numpy_threads == 0  # llama-server's -t -1: the default choice
+    assert engine.decode_lanes == 0  # the automatic choice
 
 
 def test_every_setting_is_declared_once() -> None:

@@ -37,6 +37,8 @@ class EngineConfig:
     numpy_decode: bool = True
     # Threads of the NumPy path's products (numpy's OpenBLAS): 0 picks (numpy_decode/products.py).
     numpy_threads: int = 0
+    # Processes the NumPy path's batch spreads over (numpy_decode/lanes.py): 1 none, 0 picks.
+    decode_lanes: int = 0
     # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
     stream_interval_ms: float = 0.0
 

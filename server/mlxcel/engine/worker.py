@@ -47,7 +47,9 @@ from .engine_config import EngineConfig
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
-from .numpy_decode import NumpyBatch, Weights, numpy_weights
+from .numpy_decode import NumpyBatch, Weights, copy_bytes, numpy_weights
+from .numpy_decode.laned import LanedBatch
+from .numpy_decode.lanes import LaneError, Lanes, lane_count, start_lanes
 from .penalties import build_logits_processors
 from .prompt_cache import PromptCache
 from .sampling import (
@@ -132,6 +134,7 @@ class Engine:
         self.solo_moves = 0  # sequences moved from the single-sequence lane into the batch
         self._batch: BatchGenerator | NumpyBatch | None = None
         self._numpy_weights: Weights | None = None
+        self._lanes: Lanes | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
         self._logprobs: LogprobRenderer | None = None
@@ -249,6 +252,8 @@ class Engine:
         for seq in self._running():
             self._finish(seq, "cancelled")
         mx.synchronize(generation_stream)  # this thread's own streams: see stop()
+        if self._lanes is not None:  # their processes end with the engine
+            self._lanes.close()
 
     @property
     def _idle(self) -> bool:
@@ -270,6 +275,9 @@ class Engine:
             self._numpy_weights = numpy_weights(
                 self.model.model, self.config.numpy_decode and self.model.vision is None
                 and not self.config.solo_only, threads=self.config.numpy_threads)
+            if self._numpy_weights is not None:
+                self._lanes = start_lanes(self._numpy_weights, lane_count(
+                    self.config.decode_lanes, copy_bytes(self.model.model) // 4))
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()
@@ -287,6 +295,15 @@ class Engine:
 
     def _new_batch(self) -> BatchGenerator | NumpyBatch:
         assert self.model is not None
+        if self._numpy_weights is not None and self._lanes is not None:
+            try:
+                return LanedBatch(self._numpy_weights, self._lanes,
+                                  prefill_step_size=self.config.prefill_step_size,
+                                  cache_dtype=self._numpy_weights.dtype)
+            except LaneError:  # a lane could not be started again: decode in this process
+                log.exception("decode lanes lost; decoding in the server's process")
+                self._lanes.close()
+                self._lanes = None
         if self._numpy_weights is not None:
             return NumpyBatch(self._numpy_weights,
                               prefill_step_size=self.config.prefill_step_size,

@@ -59,6 +59,13 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            "more, else one", ENGINE, flags=("-t", "--threads"),
            env=("MLXCEL_NUMPY_THREADS", "LLAMA_ARG_THREADS"), type=int, to="engine",
            field="numpy_threads", minimum=0),
+    Option("decode_lanes", 0, "processes of their own that the NumPy decode path's batch "
+           "spreads over from 12 sequences on, each holding its own sequences and one BLAS "
+           "thread, all reading one shared copy of the weights (engine/numpy_decode/lanes.py); "
+           "1: none, the batch decodes in the server's process; 0: one per core, at most 2, for "
+           "a model of 4M to 256M parameters", ENGINE,
+           flags=("--decode-lanes",), env=("MLXCEL_DECODE_LANES",), type=int, to="engine",
+           minimum=0),
     Option("stream_interval_ms", 4.0, "milliseconds a stream's tokens gather between socket "
            "writes (0 sends each token as it is generated; the first token and the end go at "
            "once; only a stream faster than one token per interval is grouped)", ENGINE,

@@ -24,6 +24,7 @@ embeddings, sliding windows, other architectures); those models keep mlx-lm's
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
@@ -68,7 +69,7 @@ def numpy_weights(model: nn.Module, wanted: bool, threads: int = 0) -> Weights |
         log.info("NumPy decode path not used: %s", exc)
         return None
     threads = limit_numpy_blas(blas_threads(needed // 4, threads)) or 1
-    weights.matmul = product_for(threads)
+    weights.matmul, weights.threads = product_for(threads), threads
     log.info("decoding on the NumPy path (--no-numpy-decode: MLX), numpy's OpenBLAS on %d "
              "thread(s) (--threads N sets N), kernels: %s", threads,
              numpy_blas_kernels() or "unknown")
@@ -107,13 +108,22 @@ def limit_numpy_blas(threads: int) -> int:
     """Set the thread count of the BLAS bundled with numpy (only that one: an OpenBLAS that MLX
     was given through ``LD_PRELOAD`` keeps its own); returns ``threads``, or 0 when numpy's BLAS
     was not found. Its own threads spin between calls: see ``products.py``."""
+    return numpy_blas_setter()(threads)
+
+
+def numpy_blas_setter() -> Callable[[int], int]:
+    """``limit_numpy_blas`` with numpy's BLAS looked up once (a lookup reads every library the
+    process has loaded)."""
     from threadpoolctl import ThreadpoolController
 
     numpy_root = Path(np.__file__).resolve().parent.parent
-    done = 0
-    for library in ThreadpoolController().lib_controllers:
-        if library.user_api == "blas" and Path(library.filepath).resolve().is_relative_to(
-                numpy_root) and "numpy" in library.filepath:
+    libraries = [library for library in ThreadpoolController().lib_controllers
+                 if library.user_api == "blas" and "numpy" in library.filepath
+                 and Path(library.filepath).resolve().is_relative_to(numpy_root)]
+
+    def set_threads(threads: int) -> int:
+        for library in libraries:
             library.set_num_threads(max(1, threads))
-            done += 1
-    return threads if done else 0
+        return threads if libraries else 0
+
+    return set_threads

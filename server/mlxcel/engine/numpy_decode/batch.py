@@ -81,6 +81,7 @@ class _Sequence:
     generated: int = 0
     cached: int = 0  # tokens the slot held at insertion
     prompt_len: int = 0  # tokens inserted to read
+    lane: int = 0  # the decode lane holding the slot (``laned.py``; 0 in process)
 
     @property
     def prefilling(self) -> bool:
@@ -97,7 +98,7 @@ class NumpyBatch:
         self.prefill_step_size = max(1, prefill_step_size)
         self.cache_dtype = cache_dtype
         self._sequences: dict[int, _Sequence] = {}
-        self._by_slot: dict[int, int] = {}
+        self._by_slot: dict[tuple[int, int], int] = {}  # (lane, slot) -> uid
         self._next_uid = 0
 
     def __len__(self) -> int:
@@ -115,18 +116,14 @@ class NumpyBatch:
             if max_tokens[index] <= 0:
                 raise ValueError("max_tokens must be > 0")
             held = list(all_tokens[index]) if all_tokens else []
-            slot = self.pool.add(caches[index] if caches else None)
-            cached = self.pool.lengths[slot]
-            if len(held) != cached:
-                self.pool.remove(slot)
-                raise ValueError(f"{len(held)} tokens for a cache of {cached}")
+            lane, slot = self._place(caches[index] if caches else None, len(held))
             sampler = (samplers[index] if samplers else None) or greedy_sampler
             processors = list(logits_processors[index]) if logits_processors else []
             uid, self._next_uid = self._next_uid, self._next_uid + 1
             self._sequences[uid] = _Sequence(uid, slot, list(prompt), held, max_tokens[index],
-                                             sampler, processors, cached=cached,
-                                             prompt_len=len(prompt))
-            self._by_slot[slot] = uid
+                                             sampler, processors, cached=len(held),
+                                             prompt_len=len(prompt), lane=lane)
+            self._by_slot[lane, slot] = uid
             uids.append(uid)
         return uids
 
@@ -138,32 +135,52 @@ class NumpyBatch:
             if seq is None:
                 continue
             if return_prompt_caches:
-                out[uid] = (self.pool.to_mlx(seq.slot, self.cache_dtype), list(seq.fed))
+                out[uid] = (self._cache(seq), list(seq.fed))
             self._drop(seq)
         return out
 
-    def _drop(self, seq: _Sequence) -> None:
-        del self._sequences[seq.uid]
-        del self._by_slot[seq.slot]
+    def _place(self, cache: list[Any] | None, expected: int) -> tuple[int, int]:
+        """(lane, slot) for a new sequence, holding ``cache`` (of ``expected`` tokens)."""
+        slot = self.pool.add(cache)
+        if self.pool.lengths[slot] != expected:
+            cached = self.pool.lengths[slot]
+            self.pool.remove(slot)
+            raise ValueError(f"{expected} tokens for a cache of {cached}")
+        return 0, slot
+
+    def _cache(self, seq: _Sequence) -> list[Any]:
+        """A copy of the sequence's keys and values as mlx-lm caches (its ``fed`` tokens)."""
+        return self.pool.to_mlx(seq.slot, self.cache_dtype)
+
+    def _release(self, seq: _Sequence) -> int | None:
+        """Free the sequence's slot; the slot (of its lane) whose sequence moved into it, if
+        any."""
         if not self._sequences:
             if self.pool.nbytes > KEEP_POOL_BYTES:
                 self.pool = KVPool(self.pool.layers, self.pool.kv_heads, self.pool.head_dim,
                                    self.pool.key_order)
             else:
                 self.pool.clear()
-            return
-        moved = self.pool.remove(seq.slot)
-        if moved is not None:  # the last slot's sequence now lives in the freed one
-            uid = self._by_slot.pop(moved)
-            self._sequences[uid].slot = seq.slot
-            self._by_slot[seq.slot] = uid
+            return None
+        return self.pool.remove(seq.slot)
 
-    def _plan(self) -> list[tuple[_Sequence, int]]:
-        """(sequence, tokens to feed) for this step: every generating sequence's one token,
-        then prompt chunks in arrival order up to the step's budget."""
-        plan = [(s, 1) for s in self._sequences.values() if not s.prefilling]
+    def _drop(self, seq: _Sequence) -> None:
+        del self._sequences[seq.uid]
+        del self._by_slot[seq.lane, seq.slot]
+        moved = self._release(seq)
+        if moved is not None:  # the last slot's sequence now lives in the freed one
+            uid = self._by_slot.pop((seq.lane, moved))
+            self._sequences[uid].slot = seq.slot
+            self._by_slot[seq.lane, seq.slot] = uid
+
+    def _plan(self, lane: int | None = None) -> list[tuple[_Sequence, int]]:
+        """(sequence, tokens to feed) for this step (of ``lane``'s sequences, or all): every
+        generating sequence's one token, then prompt chunks in arrival order up to the step's
+        budget."""
+        sequences = [s for s in self._sequences.values() if lane is None or s.lane == lane]
+        plan = [(s, 1) for s in sequences if not s.prefilling]
         budget = self.prefill_step_size
-        for seq in self._sequences.values():
+        for seq in sequences:
             if budget <= 0:
                 break
             if seq.prefilling:
@@ -176,12 +193,13 @@ class NumpyBatch:
         plan = self._plan()
         if not plan:
             return [], []
-        if len(plan) == 1 and plan[0][1] == 1:  # a single stream's step
-            seq = plan[0][0]
-            logits = decode_one(self.weights, self.rope, self.pool, seq.slot, seq.pending[0])
-        else:
-            pieces = [Piece(seq.slot, seq.pending[:n]) for seq, n in plan]
-            logits = forward(self.weights, self.rope, self.pool, pieces)
+        pieces = [Piece(seq.slot, seq.pending[:n]) for seq, n in plan]
+        return self._take(plan, run_pieces(self.weights, self.rope, self.pool, pieces))
+
+    def _take(self, plan: list[tuple[_Sequence, int]], logits: np.ndarray
+              ) -> tuple[list[Progress], list[Response]]:
+        """The step's outcome: each planned sequence advanced by what it fed, and a token
+        drawn for those that have nothing left to feed."""
         done: list[tuple[_Sequence, np.ndarray]] = []
         read: list[Progress] = []
         for (seq, n), row in zip(plan, logits, strict=True):
@@ -224,6 +242,15 @@ class NumpyBatch:
         seq.pending = [token]
         if seq.generated < seq.max_tokens:
             return Response(seq.uid, token, None, None, None, row, processed)
-        cache = self.pool.to_mlx(seq.slot, self.cache_dtype)
+        cache = self._cache(seq)
         self._drop(seq)
         return Response(seq.uid, token, "length", cache, list(seq.fed), row, processed)
+
+
+def run_pieces(weights: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]
+               ) -> np.ndarray:
+    """The logits of one step over ``pieces``: ``decode_one`` for a single stream's step,
+    else ``forward``."""
+    if len(pieces) == 1 and len(pieces[0].tokens) == 1:
+        return decode_one(weights, rope, pool, pieces[0].slot, pieces[0].tokens[0])
+    return forward(weights, rope, pool, pieces)

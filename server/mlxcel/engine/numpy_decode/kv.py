@@ -27,7 +27,6 @@ class KVPool:
                  key_order: np.ndarray | None = None) -> None:
         self.layers, self.kv_heads, self.head_dim = layers, kv_heads, head_dim
         self.key_order = key_order
-        self._model_order = None if key_order is None else np.argsort(key_order)
         self.keys = np.zeros((layers, 0, kv_heads, 0, head_dim), np.float32)
         self.values = np.zeros_like(self.keys)
         self.lengths: list[int] = []
@@ -81,40 +80,76 @@ class KVPool:
         self.lengths.pop()
         return last
 
-    def _read(self, slot: int, caches: list[Any]) -> None:
-        if len(caches) != self.layers:
-            raise ValueError(f"{len(caches)} caches for {self.layers} layers")
-        length = int(getattr(caches[0], "offset", 0) or 0)
+    def put(self, slot: int, keys: np.ndarray, values: np.ndarray) -> None:
+        """Fill ``slot`` with ``(layers, kv_heads, length, head_dim)`` keys (pool order) and
+        values."""
+        length = keys.shape[2]
+        if not length:
+            self.lengths[slot] = 0
+            return
         self.reserve(length)
-        for layer, cache in enumerate(caches):
-            if not isinstance(cache, KVCache):
-                raise TypeError(f"cannot read a {type(cache).__name__}")
-            if int(cache.offset) != length:
-                raise ValueError("layers hold different lengths")
-            if length:
-                stored: Any = cache.keys, cache.values
-                keys = stored[0][0, :, :length].astype(mx.float32)
-                values = stored[1][0, :, :length].astype(mx.float32)
-                mx.eval(keys, values)
-                held = np.asarray(keys)
-                if self.key_order is not None:
-                    held = held[..., self.key_order]
-                self.keys[layer, slot, :, :length] = held
-                self.values[layer, slot, :, :length] = np.asarray(values)
+        self.keys[:, slot, :, :length] = keys
+        self.values[:, slot, :, :length] = values
         self.lengths[slot] = length
+
+    def held(self, slot: int, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the slot's first ``length`` (all its) keys and values, as ``put`` takes
+        them."""
+        end = self.lengths[slot] if length is None else min(length, self.lengths[slot])
+        return self.keys[:, slot, :, :end].copy(), self.values[:, slot, :, :end].copy()
+
+    def _read(self, slot: int, caches: list[Any]) -> None:
+        self.put(slot, *read_caches(caches, self.layers, self.key_order))
 
     def to_mlx(self, slot: int, dtype: mx.Dtype = mx.float32) -> list[KVCache]:
         """Per-layer ``KVCache`` objects holding a copy of the slot's filled positions."""
         length = self.lengths[slot]
-        out = []
-        for layer in range(self.layers):
-            cache = KVCache()
-            if length:
-                held = self.keys[layer, slot, None, :, :length]
-                if self._model_order is not None:
-                    held = held[..., self._model_order]
-                keys = mx.array(held).astype(dtype)
-                values = mx.array(self.values[layer, slot, None, :, :length]).astype(dtype)
-                cache.state = (keys, values, length)
-            out.append(cache)
-        return out
+        return to_caches(self.keys[:, slot, :, :length], self.values[:, slot, :, :length],
+                         self.key_order, dtype)
+
+
+def read_caches(caches: list[Any], layers: int, key_order: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """A per-layer ``KVCache`` list (batch 1) as ``(layers, kv_heads, length, head_dim)`` keys,
+    their features in ``key_order``, and values."""
+    if len(caches) != layers:
+        raise ValueError(f"{len(caches)} caches for {layers} layers")
+    length = int(getattr(caches[0], "offset", 0) or 0)
+    keys_out: list[np.ndarray] = []
+    values_out: list[np.ndarray] = []
+    for cache in caches:
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cannot read a {type(cache).__name__}")
+        if int(cache.offset) != length:
+            raise ValueError("layers hold different lengths")
+        if not length:
+            continue
+        stored: Any = cache.keys, cache.values
+        keys = stored[0][0, :, :length].astype(mx.float32)
+        values = stored[1][0, :, :length].astype(mx.float32)
+        mx.eval(keys, values)
+        held = np.asarray(keys)
+        keys_out.append(held if key_order is None else held[..., key_order])
+        values_out.append(np.asarray(values))
+    if not length:
+        return np.zeros((layers, 0, 0, 0), np.float32), np.zeros((layers, 0, 0, 0), np.float32)
+    return np.stack(keys_out), np.stack(values_out)
+
+
+def to_caches(keys: np.ndarray, values: np.ndarray, key_order: np.ndarray | None,
+              dtype: mx.Dtype = mx.float32) -> list[KVCache]:
+    """Per-layer ``KVCache`` objects (batch 1) holding copies of ``(layers, kv_heads, length,
+    head_dim)`` keys in ``key_order`` and values, keys put back in the model's order."""
+    length = keys.shape[2] if keys.ndim == 4 else 0
+    model_order = None if key_order is None else np.argsort(key_order)
+    out = []
+    for layer in range(len(keys)):
+        cache = KVCache()
+        if length:
+            held = keys[layer, None]
+            if model_order is not None:
+                held = held[..., model_order]
+            cache.state = (mx.array(held).astype(dtype),
+                           mx.array(values[layer, None]).astype(dtype), length)
+        out.append(cache)
+    return out

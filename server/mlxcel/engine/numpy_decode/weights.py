@@ -78,6 +78,7 @@ class Weights:
     dtype: mx.Dtype  # the model's own: caches handed back to MLX are converted to it
     key_order: np.ndarray | None  # the order of a head's key features in the KV pool
     matmul: MatMul = field(default=product)  # ``products.product_for(threads)``
+    threads: int = 1  # the BLAS threads ``matmul`` is for
 
     @property
     def vocab_size(self) -> int:

@@ -1,0 +1,243 @@
+"""Decode lanes (engine/numpy_decode/lanes.py, laned.py): the NumPy path's batch spread over
+processes that read one shared copy of the weights. On the tiny fixture, in real lane
+processes: the same greedy tokens as mlx-lm alone, in a batch, with sequences leaving and
+joining mid-step; caches handed back hold exactly what was fed; a lane that dies fails the
+batch's step with ``LaneError`` and the next batch starts it anew; the setting and its
+automatic choice."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from mlx_lm import load
+from mlx_lm.generate import generate_step
+from mlx_lm.models.cache import make_prompt_cache
+
+from mlxcel.engine.numpy_decode import extract
+from mlxcel.engine.numpy_decode import lanes as lanes_module
+from mlxcel.engine.numpy_decode.laned import LanedBatch
+from mlxcel.engine.numpy_decode.lanes import (
+    MAX_LANED_PARAMETERS,
+    Lane,
+    LaneError,
+    Lanes,
+    lane_count,
+    start_lanes,
+)
+from mlxcel.engine.numpy_decode.products import MIN_THREADED_PARAMETERS
+from mlxcel.engine.numpy_decode.shared_weights import attach, nbytes, share
+
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+
+
+@pytest.fixture(scope="module")
+def loaded() -> tuple[Any, Any]:
+    model, tokenizer = load(str(MODELS / "qwen3-tiny"))[:2]
+    return model, tokenizer
+
+
+@pytest.fixture(scope="module")
+def laned(loaded: tuple[Any, Any]) -> Any:
+    weights = extract(loaded[0])
+    lanes = start_lanes(weights, 2)
+    assert lanes is not None
+    yield weights, lanes
+    lanes.close()
+
+
+@pytest.fixture(autouse=True)
+def spread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every sequence to the emptiest lane in a process of its own, so that a few sequences
+    use both."""
+    monkeypatch.setattr(lanes_module, "SPREAD_FROM", 0)
+
+
+def _prompt(tokenizer: Any, text: str) -> list[int]:
+    ids: list[int] = tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                   add_generation_prompt=True)
+    return ids
+
+
+def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
+    return [int(token) for token, _ in generate_step(
+        mx.array(prompt), model, max_tokens=n, sampler=lambda x: mx.argmax(x, axis=-1))]
+
+
+def _drain(batch: LanedBatch) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    while len(batch):
+        for response in batch.next()[1]:
+            out.setdefault(response.uid, []).append(response)
+    return out
+
+
+PROMPTS = ("Tell me a story.", "What is 2 + 2?", "Name three colours of the sea.", "Say hello.")
+
+
+def test_weights_in_the_shared_block_are_the_weights(loaded: tuple[Any, Any]) -> None:
+    weights = extract(loaded[0])
+    layout, block = share(weights)
+    try:
+        attached = attach(layout)
+    finally:
+        block.close()
+    for ours, theirs in ((weights.embed, attached.embed), (weights.lm_head_t, attached.lm_head_t),
+                         (weights.layers[1].qkv.weight_t, attached.layers[1].qkv.weight_t),
+                         (weights.layers[0].down.weight_t, attached.layers[0].down.weight_t)):
+        np.testing.assert_array_equal(ours, theirs)
+        assert not np.shares_memory(ours, theirs)  # a copy, in this process's own memory
+    # A tied head stays a view of the embeddings, not a second copy.
+    assert np.shares_memory(attached.lm_head_t, attached.embed) == np.shares_memory(
+        weights.lm_head_t, weights.embed)
+    assert attached.dtype is None and attached.eps == weights.eps
+    assert layout.size <= nbytes(weights)
+
+
+def test_greedy_tokens_are_mlx_lm_s_over_two_lanes(loaded: tuple[Any, Any], laned: Any) -> None:
+    model, tokenizer = loaded
+    prompts = [_prompt(tokenizer, text) for text in PROMPTS[:3]]
+    expected = [_greedy(model, p, 24) for p in prompts]
+    batch = LanedBatch(*laned, prefill_step_size=8)  # prompts read over several steps
+    uids = batch.insert(prompts, [24] * 3)
+    assert sorted(batch._sequences[uid].lane for uid in uids) == [1, 1, 2]
+    responses = _drain(batch)
+    for uid, tokens in zip(uids, expected, strict=True):
+        assert [r.token for r in responses[uid]] == tokens
+        assert [r.finish_reason for r in responses[uid]] == [None] * 23 + ["length"]
+    assert all(lane.count == 0 and lane.in_flight is None for lane in laned[1])
+
+
+def test_sequences_leaving_mid_step_and_joining_keep_every_other_sequence_s_tokens(
+        loaded: tuple[Any, Any], laned: Any) -> None:
+    """A sequence removed while its lane runs a step (its row is dropped), and one joining
+    the same lane: every other sequence's tokens stay mlx-lm's, and the removed one's cache
+    holds exactly the tokens it had fed."""
+    model, tokenizer = loaded
+    prompts = [_prompt(tokenizer, text) for text in PROMPTS]
+    expected = [_greedy(model, p, 20) for p in prompts]
+    batch = LanedBatch(*laned, prefill_step_size=64)
+    uids = batch.insert(prompts[:3], [20, 20, 20])
+    got: dict[int, list[int]] = {uid: [] for uid in uids}
+    late = None
+    for _ in range(60):
+        for response in batch.next()[1]:
+            got[response.uid].append(response.token)
+        gone = batch._sequences.get(uids[1])
+        if late is None and gone is not None and len(got[uids[1]]) >= 6 and \
+                batch.lanes[gone.lane].in_flight is not None:
+            fed = list(gone.fed)
+            caches, held = batch.remove([uids[1]], return_prompt_caches=True)[uids[1]]
+            assert held == fed and [int(c.offset) for c in caches] == [len(fed)] * len(caches)
+            dropped = len(got[uids[1]])
+            (late,) = batch.insert(prompts[3:], [20])
+            got[late] = []
+        if not len(batch):
+            break
+    assert late is not None and not len(batch)
+    assert got[uids[0]] == expected[0] and got[uids[2]] == expected[2]
+    assert got[uids[1]] == expected[1][:dropped] and got[late] == expected[3]
+
+
+def test_a_cache_goes_into_a_lane_and_comes_back(loaded: tuple[Any, Any], laned: Any) -> None:
+    """A prompt-cache hit continues in a lane from an MLX cache; a finished sequence hands back
+    its keys and values as mlx-lm caches equal to MLX's own."""
+    model, tokenizer = loaded
+    prompt = _prompt(tokenizer, "What is 2 + 2?")
+    cache = make_prompt_cache(model)
+    model(mx.array(prompt[:-1])[None], cache=cache)
+    batch = LanedBatch(*laned)
+    (uid,) = batch.insert([prompt[-1:]], [6], caches=[cache], all_tokens=[prompt[:-1]])
+    last = _drain(batch)[uid]
+    assert [r.token for r in last] == _greedy(model, prompt, 6)
+    assert last[-1].all_tokens == prompt + [r.token for r in last[:5]]
+    keys = np.asarray(last[-1].prompt_cache[0].keys[..., :len(prompt) - 1, :])
+    np.testing.assert_allclose(keys, np.asarray(cache[0].keys[..., :len(prompt) - 1, :]),
+                               rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="tokens for a cache"):
+        batch.insert([prompt[-1:]], [2], caches=[cache], all_tokens=[prompt[:-3]])
+
+
+def test_a_lane_that_dies_fails_the_step_and_the_next_batch_starts_it_anew(
+        loaded: tuple[Any, Any]) -> None:
+    model, tokenizer = loaded
+    weights = extract(model)
+    lanes = start_lanes(weights, 2)
+    assert isinstance(lanes, Lanes)
+    try:
+        prompts = [_prompt(tokenizer, text) for text in PROMPTS[:2]]
+        batch = LanedBatch(weights, lanes)
+        batch.insert(prompts, [16, 16])
+        batch.next()
+        remote = lanes[1]
+        assert isinstance(remote, Lane)
+        os.kill(remote.process.pid, signal.SIGKILL)
+        remote.process.wait()
+        with pytest.raises(LaneError, match="lane 1"):
+            for _ in range(40):  # not a hang: every step is answered or fails
+                batch.next()
+        again = LanedBatch(weights, lanes)  # what the engine does after a failed step
+        uids = again.insert(prompts, [8, 8])
+        tokens = _drain(again)
+        assert [[r.token for r in tokens[uid]] for uid in uids] == [
+            _greedy(model, p, 8) for p in prompts]
+        assert remote.process.poll() is None  # started anew
+    finally:
+        lanes.close()
+
+
+def test_a_few_sequences_share_one_lane_and_more_spread(
+        monkeypatch: pytest.MonkeyPatch, loaded: tuple[Any, Any], laned: Any) -> None:
+    """Below ``SPREAD_FROM`` sequences the server's own lane takes them all (stepping alone on
+    every BLAS thread); from it, new ones go to the emptiest lane of its own process, and the
+    server's lane hands over what it holds mid-generation: nobody's tokens change."""
+    model, tokenizer = loaded
+    monkeypatch.setattr(lanes_module, "SPREAD_FROM", 3)
+    monkeypatch.setattr(laned[1], "threads", 2)
+    weights, lanes = laned
+    prompts = [_prompt(tokenizer, text) for text in (*PROMPTS, *PROMPTS[:3])]
+    expected = [_greedy(model, p, 12) for p in prompts]
+    batch = LanedBatch(weights, lanes)
+    uids = batch.insert(prompts[:3], [12] * 3)
+    assert [batch._sequences[uid].lane for uid in uids] == [0, 0, 0]
+    assert lanes.threads_for(lanes[0]) == 2
+    got: dict[int, list[int]] = {}
+    for _ in range(3):
+        for response in batch.next()[1]:
+            got.setdefault(response.uid, []).append(response.token)
+    more = batch.insert(prompts[3:], [12] * 4)
+    assert [batch._sequences[uid].lane for uid in more] == [1, 2, 1, 2]
+    assert lanes.threads_for(lanes[1]) == 1
+    for response in batch.next()[1]:
+        got.setdefault(response.uid, []).append(response.token)
+    assert lanes[0].count == 0 and lanes[1].count + lanes[2].count == 7
+    assert all(seq.lane in (1, 2) for seq in batch._sequences.values())
+    for uid, responses in _drain(batch).items():
+        got.setdefault(uid, []).extend(r.token for r in responses)
+    assert [got[uid] for uid in uids + more] == expected
+
+
+def test_lanes_follow_the_setting_and_the_model_size() -> None:
+    assert lane_count(1, 10**7, cores=2) == 1
+    assert lane_count(3, 10, cores=2) == 3
+    assert lane_count(0, MIN_THREADED_PARAMETERS, cores=2) == 2
+    assert lane_count(0, MIN_THREADED_PARAMETERS, cores=16) == 2
+    assert lane_count(0, MIN_THREADED_PARAMETERS - 1, cores=2) == 1  # the tiny fixture's size
+    assert lane_count(0, MAX_LANED_PARAMETERS + 1, cores=2) == 1
+    assert lane_count(0, MIN_THREADED_PARAMETERS, cores=1) == 1
+
+
+def test_no_lanes_below_two_or_where_the_copies_would_crowd_memory(
+        loaded: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    weights = extract(loaded[0])
+    assert start_lanes(weights, 1) is None
+    monkeypatch.setattr(lanes_module, "available_memory", lambda: 3 * nbytes(weights))
+    with caplog.at_level("WARNING", logger="mlxcel.engine"):
+        assert start_lanes(weights, 2) is None
+    assert "2 copies of the weights" in caplog.text
