@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from .cpu_time import stat_cpu_s
+from .cpu_time import tree_cpu_s
 from .run import free_port
 
 KNOWN = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
@@ -64,9 +64,10 @@ class RunningServer:
         return self.process.poll() is None
 
     def cpu_s(self) -> float:
-        """User + system CPU seconds of the server process and its children so far."""
+        """User + system CPU seconds of the server process and its children so far (those
+        still running too: mlxcel's decode lanes)."""
         try:
-            return stat_cpu_s(f"/proc/{self.process.pid}/stat", children=True)
+            return tree_cpu_s(self.process.pid)
         except (OSError, ValueError, IndexError):
             return float("nan")
 

@@ -25,7 +25,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from .cpu_time import stat_cpu_s
+from .cpu_time import tree_cpu_s
 from .fixture import fixture_path
 from .load import chat_body, sweep
 from .run import RESULTS, free_port, server
@@ -38,9 +38,10 @@ class Target:
     proc: subprocess.Popen[bytes]
 
     def cpu_s(self) -> float:
-        """User + system CPU seconds of the server process so far (Linux ``/proc``)."""
+        """User + system CPU seconds of the server process and its descendants so far (Linux
+        ``/proc``)."""
         try:
-            return stat_cpu_s(f"/proc/{self.proc.pid}/stat")
+            return tree_cpu_s(self.proc.pid)
         except OSError:
             return float("nan")
 

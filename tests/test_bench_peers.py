@@ -293,3 +293,25 @@ def test_per_server_flags_and_environment_reach_only_that_server() -> None:
                     extra_env=peers._environments(args)["mlxcel@one"])
     assert spec.name == "mlxcel@one" and spec.command[-1] == "--foo"
     assert spec.env["MLXCEL_NUMPY_THREADS"] == "1" and spec.fields == {"ignore_eos": True}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux /proc")
+def test_a_server_s_cpu_counts_its_running_worker_processes() -> None:
+    """mlxcel's decode lanes are processes of the server: their CPU is the server's (a parent
+    stat's ``cutime`` counts only children that have ended)."""
+    import subprocess
+    import time
+
+    from benchmarks.cpu_time import stat_cpu_s, tree_cpu_s
+
+    spin = "import time\nend = time.time() + 0.8\nwhile time.time() < end: pass\ntime.sleep(5)"
+    parent = subprocess.Popen([sys.executable, "-c",
+                               f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                               f"{spin!r}])"])
+    try:
+        time.sleep(1.5)
+        assert tree_cpu_s(parent.pid) >= 0.5
+        assert stat_cpu_s(f"/proc/{parent.pid}/stat", children=True) < 0.5
+    finally:
+        parent.kill()
+        parent.wait()

@@ -222,7 +222,8 @@ def test_a_few_sequences_share_one_lane_and_more_spread(
     assert [got[uid] for uid in uids + more] == expected
 
 
-def test_lanes_follow_the_setting_and_the_model_size() -> None:
+def test_lanes_follow_the_setting_and_the_model_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lanes_module, "SPREAD_FROM", 12)  # as shipped
     assert lane_count(1, 10**7, cores=2) == 1
     assert lane_count(3, 10, cores=2) == 3
     assert lane_count(0, MIN_THREADED_PARAMETERS, cores=2) == 2
@@ -230,6 +231,9 @@ def test_lanes_follow_the_setting_and_the_model_size() -> None:
     assert lane_count(0, MIN_THREADED_PARAMETERS - 1, cores=2) == 1  # the tiny fixture's size
     assert lane_count(0, MAX_LANED_PARAMETERS + 1, cores=2) == 1
     assert lane_count(0, MIN_THREADED_PARAMETERS, cores=1) == 1
+    # A server of fewer slots than SPREAD_FROM never spreads: no lanes (-np 4, the default).
+    assert lane_count(2, MIN_THREADED_PARAMETERS, cores=2, slots=11) == 1
+    assert lane_count(0, MIN_THREADED_PARAMETERS, cores=2, slots=12) == 2
 
 
 def test_no_lanes_below_two_or_where_the_copies_would_crowd_memory(

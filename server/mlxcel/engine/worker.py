@@ -277,7 +277,8 @@ class Engine:
                 and not self.config.solo_only, threads=self.config.numpy_threads)
             if self._numpy_weights is not None:
                 self._lanes = start_lanes(self._numpy_weights, lane_count(
-                    self.config.decode_lanes, copy_bytes(self.model.model) // 4))
+                    self.config.decode_lanes, copy_bytes(self.model.model) // 4,
+                    slots=len(self.slots)))
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()

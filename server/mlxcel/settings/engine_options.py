@@ -63,7 +63,8 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            "spreads over from 12 sequences on, each holding its own sequences and one BLAS "
            "thread, all reading one shared copy of the weights (engine/numpy_decode/lanes.py); "
            "1: none, the batch decodes in the server's process; 0: one per core, at most 2, for "
-           "a model of 4M to 256M parameters", ENGINE,
+           "a model of 4M to 256M parameters; a server of fewer than 12 slots (-np) starts "
+           "none", ENGINE,
            flags=("--decode-lanes",), env=("MLXCEL_DECODE_LANES",), type=int, to="engine",
            minimum=0),
     Option("stream_interval_ms", 4.0, "milliseconds a stream's tokens gather between socket "

@@ -299,10 +299,14 @@ class Lanes:
         self.lanes = []
 
 
-def lane_count(setting: int, parameters: int, cores: int | None = None) -> int:
-    """Lanes for ``--decode-lanes`` (``setting``) and a model of ``parameters``: the setting
-    when above 0, else one per core (at most ``MAX_AUTO_LANES``) for a model between
-    ``MIN_THREADED_PARAMETERS`` and ``MAX_LANED_PARAMETERS``, else 1 (no lanes)."""
+def lane_count(setting: int, parameters: int, cores: int | None = None,
+               slots: int | None = None) -> int:
+    """Lanes for ``--decode-lanes`` (``setting``), a model of ``parameters`` and ``slots``
+    parallel sequences: 1 (no lanes) when fewer slots than ``SPREAD_FROM`` (the batch never
+    spreads), else the setting when above 0, else one per core (at most ``MAX_AUTO_LANES``) for
+    a model between ``MIN_THREADED_PARAMETERS`` and ``MAX_LANED_PARAMETERS``, else 1."""
+    if slots is not None and slots < SPREAD_FROM:
+        return 1
     if setting > 0:
         return setting
     if not MIN_THREADED_PARAMETERS <= parameters <= MAX_LANED_PARAMETERS:

@@ -4,10 +4,11 @@ array that is a view of another, such as a tied head's transposed embeddings, st
 returns a ``Layout`` that a lane turns back into the same weights with ``attach``.
 
 ``attach`` copies the block into the lane's own memory and lets it go. Read from the block, the
-weights would lie in 4 KiB pages (this machine's tmpfs takes no transparent huge pages,
-``shmem_enabled`` is ``never``), while numpy asks huge pages for its own large arrays: a
-``bench`` step read from the block ran 5-10% slower (benchmarks/README.md). So each lane holds
-a private copy, and the block lives only while lanes start.
+weights lie in 4 KiB pages (tmpfs takes no transparent huge pages where ``shmem_enabled`` is
+``never``, as here), while numpy asks huge pages for its own large arrays: with every process
+reading the weights from the block, `bench` at 8 streams served 0.92-0.95x the in-process
+path's tokens, and 1.03-1.07x with private copies (benchmarks/README.md, "Decode lanes"). So
+each lane holds a private copy, and the block lives only while lanes start.
 """
 
 from __future__ import annotations
