@@ -37,6 +37,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -63,6 +64,9 @@ MAX_AUTO_LANES = 2
 SPREAD_FROM = 12
 # Seconds a new lane may take to import numpy and map the weights before it is given up.
 START_TIMEOUT = 120.0
+# Seconds a lane may take to answer (a step reads at most --prefill-step-size prompt tokens): a
+# lane that neither answers nor dies in this time fails the batch's step and is started anew.
+STEP_TIMEOUT = 300.0
 
 
 class LaneError(RuntimeError):
@@ -124,11 +128,14 @@ class Lane:
         self.in_flight: list[Any] | None = None  # the plan of the step the lane is running
         self.sent_at = 0  # when the step was sent, in steps sent by every lane
         self._stashed: np.ndarray | None = None  # a step's logits read before another answer
+        self.sent_clock = 0.0  # time.monotonic() when the running step was sent
+        self.hung = False  # it let a step or an answer time out: ``reset`` starts it anew
         self.start(layout)
 
     def start(self, layout: Layout) -> None:
         """A new interpreter (not ``multiprocessing``'s spawn, which imports the program's
         ``__main__`` again) running ``lane_process``, on one end of a socket pair."""
+        self.hung, self.in_flight = False, None
         ours, theirs = socket.socketpair()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         try:
@@ -154,6 +161,8 @@ class Lane:
 
     def _receive(self) -> tuple[Any, ...]:
         try:
+            if not self.conn.poll(STEP_TIMEOUT):
+                raise self.failed(f"did not answer in {STEP_TIMEOUT} s")
             answer: tuple[Any, ...] = self.conn.recv()
         except (EOFError, OSError) as exc:
             raise LaneError(f"decode lane {self.index} is gone") from exc
@@ -161,9 +170,13 @@ class Lane:
             raise LaneError(f"decode lane {self.index}: {answer[1]}")
         return answer
 
+    def failed(self, why: str) -> LaneError:
+        self.hung = True
+        return LaneError(f"decode lane {self.index} {why}")
+
     def step(self, plan: list[Any], pieces: list[Piece], threads: int, sent_at: int) -> None:
         self.send("step", pieces, threads)
-        self.in_flight, self.sent_at = plan, sent_at
+        self.in_flight, self.sent_at, self.sent_clock = plan, sent_at, time.monotonic()
 
     def done(self) -> bool:
         """The running step's answer is in (or the lane is gone: ``result`` says)."""
@@ -197,6 +210,8 @@ class Lane:
         """Empty, running no step; False (and stopped) if it is gone or out of step."""
         self.count, self._stashed = 0, None
         try:
+            if self.hung:
+                raise LaneError("hung")
             if self.in_flight is not None:
                 self.in_flight = None
                 self._answer("step")
@@ -208,6 +223,8 @@ class Lane:
 
     def stop(self) -> None:
         self.conn.close()
+        if self.hung:
+            self.process.kill()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -274,9 +291,18 @@ class Lanes:
         if not running:
             return None
         done = [lane for lane in running if lane.done()]
-        if not done:
-            wait([lane.conn for lane in running if isinstance(lane, Lane)])
-            done = [lane for lane in running if lane.done()] or running
+        while not done:
+            waiting = [lane for lane in running if isinstance(lane, Lane)]
+            late = max(waiting, key=lambda lane: time.monotonic() - lane.sent_clock)
+            left = STEP_TIMEOUT - (time.monotonic() - late.sent_clock)
+            if left <= 0:  # a lane that neither answers nor dies: the batch fails, not hangs
+                raise late.failed(f"did not answer in {STEP_TIMEOUT} s")
+            wait([lane.conn for lane in waiting], timeout=left)
+            done = [lane for lane in running if lane.done()]
+        overdue = [lane for lane in running if isinstance(lane, Lane) and not lane.done()
+                   and time.monotonic() - lane.sent_clock > STEP_TIMEOUT]
+        if overdue:  # the others answer, but this one's sequences would wait for ever
+            raise overdue[0].failed(f"did not answer in {STEP_TIMEOUT} s")
         return min(done, key=lambda lane: lane.sent_at)
 
     def reset(self) -> None:
