@@ -1,5 +1,5 @@
 """Decode lanes (engine/numpy_decode/lanes.py, laned.py): the NumPy path's batch spread over
-processes that read one shared copy of the weights. On the tiny fixture, in real lane
+processes, each with its own copy of the weights. On the tiny fixture, in real lane
 processes: the same greedy tokens as mlx-lm alone, in a batch, with sequences leaving and
 joining mid-step; caches handed back hold exactly what was fed; a lane that dies fails the
 batch's step with ``LaneError`` and the next batch starts it anew; the setting and its
@@ -8,6 +8,7 @@ automatic choice."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ import mlx.core as mx
 import numpy as np
 import pytest
 from mlx_lm import load
-from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import make_prompt_cache
 
 from mlxcel.engine.numpy_decode import extract
@@ -30,8 +30,12 @@ from mlxcel.engine.numpy_decode.lanes import (
     lane_count,
     start_lanes,
 )
+from mlxcel.engine.numpy_decode.packed_weights import nbytes, pack, unpack
 from mlxcel.engine.numpy_decode.products import MIN_THREADED_PARAMETERS
-from mlxcel.engine.numpy_decode.shared_weights import attach, nbytes, share
+
+from .greedy_reference import chat_prompt as _prompt
+from .greedy_reference import drain as _drain
+from .greedy_reference import mlx_greedy as _greedy
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -58,35 +62,16 @@ def spread(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lanes_module, "SPREAD_FROM", 0)
 
 
-def _prompt(tokenizer: Any, text: str) -> list[int]:
-    ids: list[int] = tokenizer.apply_chat_template([{"role": "user", "content": text}],
-                                                   add_generation_prompt=True)
-    return ids
-
-
-def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
-    return [int(token) for token, _ in generate_step(
-        mx.array(prompt), model, max_tokens=n, sampler=lambda x: mx.argmax(x, axis=-1))]
-
-
-def _drain(batch: LanedBatch) -> dict[int, list[Any]]:
-    out: dict[int, list[Any]] = {}
-    while len(batch):
-        for response in batch.next()[1]:
-            out.setdefault(response.uid, []).append(response)
-    return out
-
-
 PROMPTS = ("Tell me a story.", "What is 2 + 2?", "Name three colours of the sea.", "Say hello.")
 
 
-def test_weights_in_the_shared_block_are_the_weights(loaded: tuple[Any, Any]) -> None:
+def test_packed_weights_unpack_to_the_weights(loaded: tuple[Any, Any]) -> None:
+    """What a lane receives: the skeleton pickled, the buffer's bytes into its own array."""
     weights = extract(loaded[0])
-    layout, block = share(weights)
-    try:
-        attached = attach(layout)
-    finally:
-        block.close()
+    packed = pack(weights)
+    received = np.empty(packed.size, np.uint8)
+    received[:] = np.frombuffer(packed.buffer.tobytes(), np.uint8)
+    attached = unpack(pickle.loads(pickle.dumps(packed.skeleton)), received)
     for ours, theirs in ((weights.embed, attached.embed), (weights.lm_head_t, attached.lm_head_t),
                          (weights.layers[1].qkv.weight_t, attached.layers[1].qkv.weight_t),
                          (weights.layers[0].down.weight_t, attached.layers[0].down.weight_t)):
@@ -96,7 +81,7 @@ def test_weights_in_the_shared_block_are_the_weights(loaded: tuple[Any, Any]) ->
     assert np.shares_memory(attached.lm_head_t, attached.embed) == np.shares_memory(
         weights.lm_head_t, weights.embed)
     assert attached.dtype is None and attached.eps == weights.eps
-    assert layout.size <= nbytes(weights)
+    assert packed.size <= nbytes(weights)
 
 
 def test_greedy_tokens_are_mlx_lm_s_over_two_lanes(loaded: tuple[Any, Any], laned: Any) -> None:

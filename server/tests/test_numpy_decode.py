@@ -34,6 +34,10 @@ from mlxcel.engine.numpy_decode.products import (
 from mlxcel.engine.numpy_decode.weights import rotation_order
 from mlxcel.engine.worker import EngineConfig
 
+from .greedy_reference import chat_prompt as _prompt
+from .greedy_reference import drain as _drain
+from .greedy_reference import mlx_greedy as _greedy
+
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 # The NumPy path's logprobs against the MLX path's, any token of the vocabulary, any step: the
 # largest difference measured over the llama-family fixtures is 5e-5 (float32 sums in another
@@ -49,17 +53,6 @@ LLAMA_FAMILY = sorted(
 def loaded() -> tuple[Any, Any]:
     model, tokenizer = load(str(MODELS / "qwen3-tiny"))[:2]
     return model, tokenizer
-
-
-def _prompt(tokenizer: Any, text: str) -> list[int]:
-    ids: list[int] = tokenizer.apply_chat_template([{"role": "user", "content": text}],
-                                                   add_generation_prompt=True)
-    return ids
-
-
-def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
-    return [int(token) for token, _ in generate_step(
-        mx.array(prompt), model, max_tokens=n, sampler=lambda x: mx.argmax(x, axis=-1))]
 
 
 def _pool(weights: Any) -> KVPool:
@@ -115,15 +108,6 @@ def test_a_prompt_read_in_chunks_is_the_prompt_read_at_once(loaded: tuple[Any, A
     n = len(prompt)
     np.testing.assert_allclose(pool.keys[:, chunked, :, :n], pool.keys[:, whole, :, :n],
                                rtol=1e-5, atol=1e-5)
-
-
-def _drain(batch: NumpyBatch) -> dict[int, list[Any]]:
-    out: dict[int, list[Any]] = {}
-    while len(batch):
-        _, responses = batch.next()
-        for response in responses:
-            out.setdefault(response.uid, []).append(response)
-    return out
 
 
 def test_each_prompt_chunk_read_is_reported_until_the_first_token(

@@ -61,7 +61,7 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            field="numpy_threads", minimum=0),
     Option("decode_lanes", 0, "processes of their own that the NumPy decode path's batch "
            "spreads over from 12 sequences on, each holding its own sequences and one BLAS "
-           "thread, all reading one shared copy of the weights (engine/numpy_decode/lanes.py); "
+           "thread and a copy of the weights (engine/numpy_decode/lanes.py); "
            "1: none, the batch decodes in the server's process; 0: one per core, at most 2, for "
            "a model of 4M to 256M parameters; a server of fewer than 12 slots (-np) starts "
            "none", ENGINE,

@@ -10,11 +10,13 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
+
 from .batch import run_pieces
 from .forward import RopeTable
 from .kv import KVPool
+from .packed_weights import unpack
 from .products import product_for
-from .shared_weights import Layout, attach
 from .weights import Weights
 
 # An empty lane keeps a KV pool of up to this many bytes (as ``batch.KEEP_POOL_BYTES``).
@@ -22,7 +24,7 @@ KEEP_POOL_BYTES = 256 * 2**20
 
 
 class LaneState:
-    """A lane's sequences (their keys and values in a ``KVPool``) over shared weights;
+    """A lane's sequences (their keys and values in a ``KVPool``) over its weights;
     ``set_threads`` sets the BLAS threads a step asks for."""
 
     def __init__(self, weights: Weights, set_threads: Callable[[int], object]) -> None:
@@ -60,12 +62,15 @@ class LaneState:
 
 
 def serve(conn: Connection) -> None:
-    """A lane's process: the weights' layout first, then answer ``conn`` until it closes."""
+    """A lane's process: its copy of the weights first, then answer ``conn`` until it
+    closes."""
     from threadpoolctl import ThreadpoolController
 
-    kind, layout = conn.recv()
-    assert kind == "layout" and isinstance(layout, Layout)
-    weights = attach(layout)
+    kind, skeleton, size = conn.recv()
+    assert kind == "weights"
+    buffer = np.empty(size, np.uint8)  # the lane's own memory: numpy asks huge pages for it
+    conn.recv_bytes_into(buffer)
+    weights = unpack(skeleton, buffer)
     blas = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
     state = LaneState(weights, lambda n: [library.set_num_threads(n) for library in blas])
     conn.send(("ready",))

@@ -1,7 +1,7 @@
 """Decode lanes: the NumPy batch's sequences spread over the server's own process (lane 0,
 ``LocalLane``) and other processes (``Lane``), each lane holding its sequences' keys and values,
-stepping on its own with one BLAS thread, and reading the weights from one shared block
-(``shared_weights.py``). Below ``SPREAD_FROM`` sequences lane 0 holds them all, on every BLAS
+stepping on its own with one BLAS thread, over its own copy of the weights
+(``packed_weights.py``). Below ``SPREAD_FROM`` sequences lane 0 holds them all, on every BLAS
 thread: the in-process batch as it was; from it, new sequences go to the other lanes, which
 step while the engine thread hands out tokens (lane 0 computes in that thread, so it only
 takes the sequences of a small batch).
@@ -14,7 +14,7 @@ server on two threads (benchmarks/README.md). A lane is such a server without th
 steps on its own, takes no lock but its own, and waits for no partner.
 
 The protocol over each lane's socket (``lane_process.serve`` answers in order; first the
-weights' ``("layout", layout)``, answered ``("ready",)``):
+weights, ``("weights", skeleton, size)`` and the packed buffer, answered ``("ready",)``):
 
 - ``("step", pieces, threads)``: feed the pieces on that many BLAS threads; answers
   ``("step", logits)``;
@@ -47,8 +47,8 @@ import numpy as np
 from . import MEMORY_SHARE, available_memory, numpy_blas_setter
 from .forward import Piece
 from .lane_process import LaneState
+from .packed_weights import Packed, nbytes, pack
 from .products import MIN_THREADED_PARAMETERS, usable_cores
-from .shared_weights import Layout, nbytes, share
 from .weights import Weights
 
 log = logging.getLogger("mlxcel.engine")
@@ -122,7 +122,7 @@ class Lane:
 
     remote = True
 
-    def __init__(self, index: int, layout: Layout) -> None:
+    def __init__(self, index: int) -> None:
         self.index = index
         self.count = 0  # slots held
         self.in_flight: list[Any] | None = None  # the plan of the step the lane is running
@@ -130,9 +130,9 @@ class Lane:
         self._stashed: np.ndarray | None = None  # a step's logits read before another answer
         self.sent_clock = 0.0  # time.monotonic() when the running step was sent
         self.hung = False  # it let a step or an answer time out: ``reset`` starts it anew
-        self.start(layout)
+        self.start()
 
-    def start(self, layout: Layout) -> None:
+    def start(self) -> None:
         """A new interpreter (not ``multiprocessing``'s spawn, which imports the program's
         ``__main__`` again) running ``lane_process``, on one end of a socket pair."""
         self.hung, self.in_flight = False, None
@@ -146,12 +146,18 @@ class Lane:
         finally:
             theirs.close()
         self.conn = Connection(ours.detach())
-        self.send("layout", layout)
 
-    def wait_ready(self) -> None:
-        if not self.conn.poll(START_TIMEOUT) or self._receive()[0] != "ready":
+    def load(self, weights: Packed) -> None:
+        """Send the lane its copy of the weights (once it reads them) and wait until it is
+        ready."""
+        try:
+            self.send("weights", weights.skeleton, weights.size)
+            self.conn.send_bytes(weights.buffer.data)
+            if not self.conn.poll(START_TIMEOUT) or self._receive()[0] != "ready":
+                raise LaneError(f"decode lane {self.index} did not start")
+        except (LaneError, OSError) as exc:
             self.stop()
-            raise LaneError(f"decode lane {self.index} did not start")
+            raise LaneError(f"decode lane {self.index} did not start") from exc
 
     def send(self, *message: Any) -> None:
         try:
@@ -233,22 +239,18 @@ class Lane:
 
 
 class Lanes:
-    """Every lane of the engine, and the shared block their weights lie in."""
+    """Every lane of the engine."""
 
     def __init__(self, weights: Weights, count: int, threads: int) -> None:
         self.weights, self.threads = weights, threads
         self.lanes: list[LocalLane | Lane] = [LocalLane(weights, numpy_blas_setter())]
-        layout, block = share(weights)  # only while the lanes copy the weights
         try:
-            remote = [Lane(index, layout) for index in range(1, count + 1)]  # started together
+            remote = [Lane(index) for index in range(1, count + 1)]  # start together
             self.lanes += remote
-            for lane in remote:
-                lane.wait_ready()
+            self._load(remote)
         except BaseException:
             self.close()
             raise
-        finally:
-            block.close()
         self._sent = 0
         atexit.register(self.close)
 
@@ -310,14 +312,16 @@ class Lanes:
         gone = [lane for lane in self.lanes if not lane.reset() and isinstance(lane, Lane)]
         if not gone:
             return
-        layout, block = share(self.weights)
-        try:
-            for lane in gone:
-                lane.start(layout)
-            for lane in gone:
-                lane.wait_ready()
-        finally:
-            block.close()
+        for lane in gone:
+            lane.start()
+        self._load(gone)
+
+    def _load(self, lanes: list[Lane]) -> None:
+        """Each of ``lanes`` (just started) given its copy of the weights, in turn: they read
+        it as soon as their interpreter is up."""
+        weights = pack(self.weights)
+        for lane in lanes:
+            lane.load(weights)
 
     def close(self) -> None:
         for lane in self.lanes:
