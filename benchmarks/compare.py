@@ -134,7 +134,9 @@ def main() -> None:
     model = fixture_path(args.fixture)
     levels = [int(x) for x in args.levels.split(",")]
     builds: dict[str, str | None] = {"mlxcel": None}
-    builds.update(spec.partition("=")[::2] for spec in args.mlxcel)  # type: ignore[misc]
+    for spec in args.mlxcel:
+        name, _, path = spec.partition("=")
+        builds[name] = path
     RESULTS.mkdir(exist_ok=True)
     rows = []
     with ExitStack() as stack:

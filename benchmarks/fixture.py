@@ -61,7 +61,9 @@ def build_bench_model(seed: int = 0) -> Path:
 def parameter_count(path: Path) -> int:
     import mlx.core as mx
 
-    return sum(int(v.size) for v in mx.load(str(path / "model.safetensors")).values())
+    weights = mx.load(str(path / "model.safetensors"))
+    assert isinstance(weights, dict)
+    return sum(int(v.size) for v in weights.values())
 
 
 if __name__ == "__main__":

@@ -66,7 +66,8 @@ def in_process(model_path: str, max_tokens: int, repeats: int = 3) -> float:
     from mlx_lm import load, stream_generate
     from mlx_lm.sample_utils import make_sampler
 
-    model, tokenizer = load(model_path)
+    loaded = load(model_path)
+    model, tokenizer = loaded[0], loaded[1]
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": chat_body(1)["messages"][0]["content"]}],
         add_generation_prompt=True)
