@@ -1,9 +1,11 @@
 """CPU time per generated token of the engine thread and of the event loop, in process: the
 server's ``Engine`` (its defaults for this machine: the NumPy path on MLX's CPU backend, the
 CLI's ``--stream-interval-ms``) and an asyncio consumer, greedy requests of ``--max-tokens``
-one after another, with no HTTP. Shows where one stream's time goes, apart from the HTTP side.
+one after another on each of ``--streams`` concurrent consumers, with no HTTP. Shows where a
+stream's time goes, apart from the HTTP side.
 
     python -m benchmarks.engine_tokens --fixture tiny --requests 20 --max-tokens 256 --rounds 3
+    python -m benchmarks.engine_tokens --fixture tiny --streams 2   # two requests at a time
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ def thread_cpu_s(name: str) -> float:
     return stat_cpu_s(f"/proc/self/task/{thread.native_id}/stat")
 
 
+async def streams(engine: Any, prompt: tuple[int, ...], count: int, max_tokens: int,
+                  width: int) -> int:
+    """``width`` consumers at once, each running ``count`` requests; the tokens generated."""
+    done = await asyncio.gather(*(requests(engine, prompt, count, max_tokens)
+                                  for _ in range(width)))
+    return sum(done)
+
+
 async def requests(engine: Any, prompt: tuple[int, ...], count: int, max_tokens: int) -> int:
     """Run ``count`` greedy requests one after another; the tokens generated."""
     from mlxcel.generation import GenerationRequest, TokenDelta
@@ -48,12 +58,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--streams", type=int, default=1,
+                        help="consumers at once, each sending --requests requests in turn")
     args = parser.parse_args()
 
     from mlxcel.engine.worker import Engine, EngineConfig
     from mlxcel.settings.catalog import default_of
 
     engine = Engine(EngineConfig(model=str(fixture_path(args.fixture)),
+                                 parallel=max(args.streams, default_of("engine", "parallel")),
                                  stream_interval_ms=default_of("engine", "stream_interval_ms")))
     engine.start()
     try:
@@ -66,7 +79,8 @@ def main() -> None:
         for _ in range(args.rounds):
             engine_cpu, loop_cpu = thread_cpu_s(ENGINE_THREAD), time.thread_time()
             wall = time.perf_counter()
-            tokens = asyncio.run(requests(engine, prompt, args.requests, args.max_tokens))
+            tokens = asyncio.run(streams(engine, prompt, args.requests, args.max_tokens,
+                                         args.streams))
             wall = time.perf_counter() - wall
             rounds.append({
                 "tok_s": round(tokens / wall, 1),
@@ -77,7 +91,8 @@ def main() -> None:
             })
     finally:
         engine.stop()
-    print(json.dumps({"fixture": args.fixture, "requests": args.requests,
+    print(json.dumps({"fixture": args.fixture, "streams": args.streams,
+                      "requests": args.requests,
                       "max_tokens": args.max_tokens, "rounds": rounds}, indent=2))
 
 

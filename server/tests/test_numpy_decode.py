@@ -23,7 +23,7 @@ from mlxcel.cli import build_parser
 from mlxcel.engine import numpy_decode
 from mlxcel.engine.numpy_decode import NumpyBatch, Unsupported, extract, numpy_weights
 from mlxcel.engine.numpy_decode import batch as batch_module
-from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, decode_one, forward
+from mlxcel.engine.numpy_decode.forward import Piece, RopeTable, decode_few, decode_one, forward
 from mlxcel.engine.numpy_decode.kv import KVPool
 from mlxcel.engine.numpy_decode.products import (
     MIN_THREADED_PARAMETERS,
@@ -127,6 +127,36 @@ def test_each_prompt_chunk_read_is_reported_until_the_first_token(
     assert seen == [(min(read, n), n) for read in range(4, n + 4, 4)]
     progress, responses = batch.next()
     assert progress == [] and len(responses) == 1
+
+
+def test_a_few_streams_step_is_the_batch_step(loaded: tuple[Any, Any]) -> None:
+    """``decode_few`` (a few sequences of different lengths, one token each, in slots out of
+    order) computes what ``forward`` does: the same logits to float32 rounding, the same keys,
+    values and lengths, the weights untouched."""
+    model, tokenizer = loaded
+    prompts = [_prompt(tokenizer, text) for text in
+               ("Tell me about the sea.", "Hi", "Name three colours of the sea, please.")]
+    weights = extract(model)
+    embed = weights.embed.copy()
+    pools, ropes = [_pool(weights), _pool(weights)], [RopeTable(weights), RopeTable(weights)]
+    for pool, rope in zip(pools, ropes, strict=True):
+        for prompt in prompts:
+            forward(weights, rope, pool, [Piece(pool.add(), prompt)])
+    for tokens, slots in (([42, 7, 1000], [2, 0, 1]), ([5, 9], [1, 2]), ([11, 12, 13], [0, 1, 2])):
+        batch_step = forward(weights, ropes[0], pools[0],
+                             [Piece(slot, [token]) for slot, token in zip(slots, tokens,
+                                                                            strict=True)])
+        few = decode_few(weights, ropes[1], pools[1], slots, tokens)
+        assert few.shape == batch_step.shape == (len(slots), weights.lm_head_t.shape[1])
+        assert np.max(np.abs(few - batch_step)) < 1e-5 * max(1.0, float(np.max(np.abs(few))))
+    assert pools[0].lengths == pools[1].lengths == [len(p) + n for p, n in zip(
+        prompts, (2, 3, 3), strict=True)]
+    for slot, end in enumerate(pools[0].lengths):
+        assert np.allclose(pools[0].keys[:, slot, :, :end], pools[1].keys[:, slot, :, :end],
+                           atol=1e-5)
+        assert np.allclose(pools[0].values[:, slot, :, :end],
+                           pools[1].values[:, slot, :, :end], atol=1e-5)
+    assert np.array_equal(weights.embed, embed)
 
 
 def test_greedy_tokens_are_mlx_lm_s_alone_and_in_a_batch(loaded: tuple[Any, Any]) -> None:

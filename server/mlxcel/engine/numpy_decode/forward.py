@@ -187,6 +187,45 @@ def decode_one(w: Weights, rope: RopeTable, pool: KVPool, slot: int, token: int
     return logits[None]
 
 
+def decode_few(w: Weights, rope: RopeTable, pool: KVPool, slots: list[int], tokens: list[int]
+               ) -> np.ndarray:
+    """``forward`` for a few sequences each feeding one token: the rows stacked for the
+    products, attention row by row on each slot's own keys as ``decode_one`` does it, without
+    the batched attention's gathers and masks (which cost more than they save for a few rows);
+    the logits ``(rows, vocab)``."""
+    starts = [pool.lengths[slot] for slot in slots]
+    pool.reserve(max(starts) + 1)
+    rows = len(slots)
+    rotate = rope.at(np.array(starts, np.int64))
+    heads, kv_heads, dim = w.n_heads, w.n_kv_heads, w.head_dim
+    groups, qk_width = heads // kv_heads, (heads + kv_heads) * dim
+    hidden_eps, head_eps = np.float32(w.eps * w.hidden), np.float32(w.eps * dim)
+    mm = w.matmul
+    keys, values = pool.keys, pool.values
+    x = w.embed[tokens]  # a copy: updated in place below
+    out = np.empty((rows, heads * dim), np.float32)
+    for index, layer in enumerate(w.layers):
+        qkv = layer.qkv(normalize(x, hidden_eps), mm)
+        qk = qkv[:, :qk_width].reshape(rows, heads + kv_heads, dim)
+        if layer.qk_norm is not None:
+            qk = normalize(qk, head_eps)
+            qk *= layer.qk_norm
+        qk = rotate(qk)
+        v = qkv[:, qk_width:].reshape(rows, kv_heads, dim)
+        layer_keys, layer_values = keys[index], values[index]
+        for row, (slot, start) in enumerate(zip(slots, starts, strict=True)):
+            layer_keys[slot, :, start] = qk[row, heads:]
+            layer_values[slot, :, start] = v[row]
+            scores = np.matmul(qk[row, :heads].reshape(kv_heads, groups, dim),
+                               layer_keys[slot, :, :start + 1].transpose(0, 2, 1))
+            out[row] = _softmax_times(scores, layer_values[slot, :, :start + 1]).reshape(-1)
+        x += layer.o(out, mm)
+        x += layer.down(_swiglu(layer.gate_up(normalize(x, hidden_eps), mm)), mm)
+    for slot, start in zip(slots, starts, strict=True):
+        pool.lengths[slot] = start + 1
+    return mm(normalize(x, hidden_eps) * w.norm, w.lm_head_t)
+
+
 def forward(w: Weights, rope: RopeTable, pool: KVPool, pieces: list[Piece]) -> np.ndarray:
     """Feed every piece (advancing its slot's length); the logits ``(pieces, vocab)`` at each
     piece's last position."""
