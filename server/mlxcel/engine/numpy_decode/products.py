@@ -31,13 +31,15 @@ MIN_THREADED_PARAMETERS = 1 << 22
 # threads the matrix product already wins at 4 rows (a `bench` step 15-16 ms against 20-25).
 MAX_ROWS_AS_VECTORS = 6
 MAX_ROWS_AS_VECTORS_THREADED = 2
-# On two threads numpy's OpenBLAS multiplies 8 or 16 rows by a `bench` weight matrix faster than
-# 5-7 or 11-15 (`bench`'s products: 5-7 rows 10.2-13.0 ms, padded to 8 7.2-8.7; 11-15 rows
-# 11.1-14.6, padded to 16 9.6-11.5; 9-10 rows gained nothing): below this many rows, such a
-# product runs on zero rows added up to the next multiple of 8. A `bench` step of 5 / 6 / 7 / 11
-# / 13 rows took 11-12 / 12 / 12-13 / 15-16 / 17-19 ms against 15 / 18 / 16 / 19 / 19-21, and 6
-# streams served 1.18x the tokens per second (4 interleaved rounds, 1.16-1.29x; 11 streams 1.02x).
-PAD_ROWS_BELOW = 16
+# numpy's OpenBLAS (`Haswell` kernels) multiplies some row counts faster than fewer rows: on two
+# threads 8 or 16 rows by `bench`'s weights faster than 5-7 or 11-15 (products 7.2-8.7 ms padded
+# to 8 against 10.2-13.0; 9.6-11.5 padded to 16 against 11.1-14.6; 9-10 rows gained nothing),
+# on one thread a multiple of 4 than 2 or 3 rows fewer (0.71-1.02x the time from 7 to 31 rows;
+# 1 short was mixed, 0.72-1.10x). Such products run on zero rows added, below these counts (one
+# thread, several). A `bench` step of 5 / 6 / 7 / 11 / 13 rows on two threads took 11-12 / 12 /
+# 12-13 / 15-16 / 17-19 ms against 15 / 18 / 16 / 19 / 19-21, and 6 streams served 1.18x the
+# tokens per second (4 interleaved rounds, 1.16-1.29x; 11 streams 1.02x).
+PAD_ROWS_BELOW = (32, 16)
 # ... for weights of at least this many elements: below it the packing is cheap and the extra
 # calls cost more (the tiny fixture's batch-4 step took 1.23x as long row by row).
 MIN_VECTOR_WEIGHTS = 1 << 16
@@ -46,35 +48,41 @@ MatMul = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def product(x: np.ndarray, w_t: np.ndarray, max_rows: int = MAX_ROWS_AS_VECTORS,
-            pad: bool = False) -> np.ndarray:
-    """``x @ w_t``, row by row for up to ``max_rows`` rows (see ``MAX_ROWS_AS_VECTORS``); with
-    ``pad``, a few rows are multiplied as ``padded_rows`` of them (see ``PAD_ROWS_BELOW``)."""
+            threads: int = 1) -> np.ndarray:
+    """``x @ w_t``, row by row for up to ``max_rows`` rows (see ``MAX_ROWS_AS_VECTORS``), else
+    as ``padded_rows`` rows on ``threads`` BLAS threads (see ``PAD_ROWS_BELOW``)."""
     if x.ndim != 2 or w_t.size < MIN_VECTOR_WEIGHTS:
         return x @ w_t
     rows = x.shape[0]
     if rows > max_rows:
-        if not pad or (size := padded_rows(rows)) == rows:
+        size = padded_rows(rows, threads)
+        if size == rows:
             return x @ w_t
         padded = np.zeros((size, x.shape[1]), x.dtype)
         padded[:rows] = x
         return (padded @ w_t)[:rows]
-    out = np.empty((x.shape[0], w_t.shape[1]), np.result_type(x, w_t))
-    for row in range(x.shape[0]):
+    out = np.empty((rows, w_t.shape[1]), np.result_type(x, w_t))
+    for row in range(rows):
         np.matmul(x[row], w_t, out=out[row])
     return out
 
 
-def padded_rows(rows: int) -> int:
-    """The rows to multiply ``rows`` rows as, on several threads: 5-7 as 8, 11-15 as 16 (below
-    ``PAD_ROWS_BELOW``), any other count as itself."""
-    return -(-rows // 8) * 8 if 4 < rows < PAD_ROWS_BELOW and rows % 8 >= 3 else rows
+def padded_rows(rows: int, threads: int = 1) -> int:
+    """The rows to multiply ``rows`` rows as: on several threads 5-7 as 8 and 11-15 as 16, on
+    one thread 7-31 rows up to the next multiple of 4 when 2 or 3 short of it (below
+    ``PAD_ROWS_BELOW``); any other count as itself."""
+    if threads > 1:
+        step, pad = 8, 4 < rows < PAD_ROWS_BELOW[1] and rows % 8 >= 3
+    else:
+        step, pad = 4, MAX_ROWS_AS_VECTORS < rows < PAD_ROWS_BELOW[0] and rows % 4 >= 2
+    return -(-rows // step) * step if pad else rows
 
 
 def product_for(threads: int) -> MatMul:
     """``product`` as it runs best on ``threads`` BLAS threads."""
     if threads <= 1:
         return product
-    return partial(product, max_rows=MAX_ROWS_AS_VECTORS_THREADED, pad=True)
+    return partial(product, max_rows=MAX_ROWS_AS_VECTORS_THREADED, threads=threads)
 
 
 def blas_threads(parameters: int, setting: int = 0, cores: int | None = None) -> int:
