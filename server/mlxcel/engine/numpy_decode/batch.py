@@ -156,11 +156,7 @@ class NumpyBatch:
         """Free the sequence's slot; the slot (of its lane) whose sequence moved into it, if
         any."""
         if not self._sequences:
-            if self.pool.nbytes > KEEP_POOL_BYTES:
-                self.pool = KVPool(self.pool.layers, self.pool.kv_heads, self.pool.head_dim,
-                                   self.pool.key_order)
-            else:
-                self.pool.clear()
+            self.pool = self.pool.emptied(KEEP_POOL_BYTES)
             return None
         return self.pool.remove(seq.slot)
 

@@ -66,6 +66,14 @@ class KVPool:
         """Free every slot; the arrays stay, for the next sequences to fill."""
         self.lengths = []
 
+    def emptied(self, keep_bytes: int) -> KVPool:
+        """Every slot freed: this pool, its arrays kept for the next sequences, while they take
+        at most ``keep_bytes``; else a new empty pool (the memory handed back)."""
+        if self.nbytes > keep_bytes:
+            return KVPool(self.layers, self.kv_heads, self.head_dim, self.key_order)
+        self.clear()
+        return self
+
     def remove(self, slot: int) -> int | None:
         """Free ``slot``; the last slot's sequence moves into it. Returns the moved sequence's
         old slot (its new one is ``slot``), or None when ``slot`` was the last."""

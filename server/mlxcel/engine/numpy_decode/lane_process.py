@@ -29,12 +29,10 @@ class LaneState:
 
     def __init__(self, weights: Weights, set_threads: Callable[[int], object]) -> None:
         self.weights, self.set_threads = weights, set_threads
-        self.rope, self.pool = RopeTable(weights), self._new_pool()
+        self.rope = RopeTable(weights)
+        self.pool = KVPool(len(weights.layers), weights.n_kv_heads, weights.head_dim,
+                           weights.key_order)
         self.threads = 0
-
-    def _new_pool(self) -> KVPool:
-        w = self.weights
-        return KVPool(len(w.layers), w.n_kv_heads, w.head_dim, w.key_order)
 
     def handle(self, message: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The answer to ``message`` (``lanes.py`` lists them), None for those not answered."""
@@ -51,11 +49,10 @@ class LaneState:
             return ("held", *self.pool.held(message[1], message[2]))
         elif kind == "remove":
             self.pool.remove(message[1])
-            if not self.pool.count and self.pool.nbytes > KEEP_POOL_BYTES:
-                self.pool = self._new_pool()
+            if not self.pool.count:
+                self.pool = self.pool.emptied(KEEP_POOL_BYTES)
         elif kind == "reset":
-            self.pool = self._new_pool() if self.pool.nbytes > KEEP_POOL_BYTES else self.pool
-            self.pool.clear()
+            self.pool = self.pool.emptied(KEEP_POOL_BYTES)
         else:
             raise ValueError(f"unknown lane message {kind!r}")
         return None
