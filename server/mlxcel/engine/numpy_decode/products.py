@@ -28,17 +28,21 @@ MIN_THREADED_PARAMETERS = 1 << 22
 # for a matrix product, and on one thread for 2-3 rows that cost 2.5-3x a single row's; row by
 # row it is 1.6-1.8x (the weights are still in cache for the second row). From 8 rows the
 # matrix product wins. One row as a vector is also ~12% faster than as a (1, n) matrix. On two
-# threads the matrix product already wins at 4 rows (a `bench` step 15-16 ms against 20-25).
+# threads the matrix product of 8 rows wins from 3 rows (a `bench` step of 4 rows 15-16 ms
+# against 20-25 row by row on an Intel Xeon; below, padded rows).
 MAX_ROWS_AS_VECTORS = 6
 MAX_ROWS_AS_VECTORS_THREADED = 2
 # numpy's OpenBLAS (`Haswell` kernels) multiplies some row counts faster than fewer rows: on two
-# threads 8 or 16 rows by `bench`'s weights faster than 5-7 or 11-15 (products 7.2-8.7 ms padded
-# to 8 against 10.2-13.0; 9.6-11.5 padded to 16 against 11.1-14.6; 9-10 rows gained nothing),
+# threads 8 or 16 rows by `bench`'s weights faster than 3-7 or 11-15 (products 7.2-8.7 ms padded
+# to 8 against 10.2-13.0 for 5-7 rows; 9.6-11.5 padded to 16 against 11.1-14.6; 9-10 rows gained
+# nothing; on another day 3 / 4 rows took 8.4-10.2 / 8.8-10.7 ms against 7.7-9.6 for 8),
 # on one thread a multiple of 4 than 2 or 3 rows fewer (0.71-1.02x the time from 7 to 31 rows;
 # 1 short was mixed, 0.72-1.10x). Such products run on zero rows added, below these counts (one
 # thread, several). A `bench` step of 5 / 6 / 7 / 11 / 13 rows on two threads took 11-12 / 12 /
 # 12-13 / 15-16 / 17-19 ms against 15 / 18 / 16 / 19 / 19-21, and 6 streams served 1.18x the
-# tokens per second (4 interleaved rounds, 1.16-1.29x; 11 streams 1.02x).
+# tokens per second (4 interleaved rounds, 1.16-1.29x; 11 streams 1.02x). A step of 3 / 4 rows
+# took 9.0 / 9.6 ms padded against 10.3 / 10.9 (medians of 6 interleaved rounds; row by row 8.8
+# / 10.1: as fast at 3 rows, slower at 4).
 PAD_ROWS_BELOW = (32, 16)
 # ... for weights of at least this many elements: below it the packing is cheap and the extra
 # calls cost more (the tiny fixture's batch-4 step took 1.23x as long row by row).
@@ -68,11 +72,11 @@ def product(x: np.ndarray, w_t: np.ndarray, max_rows: int = MAX_ROWS_AS_VECTORS,
 
 
 def padded_rows(rows: int, threads: int = 1) -> int:
-    """The rows to multiply ``rows`` rows as: on several threads 5-7 as 8 and 11-15 as 16, on
+    """The rows to multiply ``rows`` rows as: on several threads 3-7 as 8 and 11-15 as 16, on
     one thread 7-31 rows up to the next multiple of 4 when 2 or 3 short of it (below
     ``PAD_ROWS_BELOW``); any other count as itself."""
     if threads > 1:
-        step, pad = 8, 4 < rows < PAD_ROWS_BELOW[1] and rows % 8 >= 3
+        step, pad = 8, MAX_ROWS_AS_VECTORS_THREADED < rows < PAD_ROWS_BELOW[1] and rows % 8 >= 3
     else:
         step, pad = 4, MAX_ROWS_AS_VECTORS < rows < PAD_ROWS_BELOW[0] and rows % 4 >= 2
     return -(-rows // step) * step if pad else rows
