@@ -29,13 +29,13 @@ MIN_THREADED_PARAMETERS = 1 << 22
 # row it is 1.6-1.8x (the weights are still in cache for the second row). From 8 rows the
 # matrix product wins. One row as a vector is also ~12% faster than as a (1, n) matrix. On two
 # threads the matrix product of 8 rows wins from 3 rows (a `bench` step of 4 rows 15-16 ms
-# against 20-25 row by row on an Intel Xeon; below, padded rows).
+# against 20-25 row by row, an earlier measurement; below, padded rows).
 MAX_ROWS_AS_VECTORS = 6
 MAX_ROWS_AS_VECTORS_THREADED = 2
 # numpy's OpenBLAS (`Haswell` kernels) multiplies some row counts faster than fewer rows: on two
 # threads 8 or 16 rows by `bench`'s weights faster than 3-7 or 11-15 (products 7.2-8.7 ms padded
 # to 8 against 10.2-13.0 for 5-7 rows; 9.6-11.5 padded to 16 against 11.1-14.6; 9-10 rows gained
-# nothing; on another day 3 / 4 rows took 8.4-10.2 / 8.8-10.7 ms against 7.7-9.6 for 8),
+# nothing; in a later run 3 / 4 rows took 8.4-9.1 / 8.8-9.1 ms against 7.7-8.0 for 8),
 # on one thread a multiple of 4 than 2 or 3 rows fewer (0.71-1.02x the time from 7 to 31 rows;
 # 1 short was mixed, 0.72-1.10x). Such products run on zero rows added, below these counts (one
 # thread, several). A `bench` step of 5 / 6 / 7 / 11 / 13 rows on two threads took 11-12 / 12 /
