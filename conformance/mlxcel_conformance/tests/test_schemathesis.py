@@ -1,26 +1,14 @@
-"""A bounded schemathesis run (positive and negative data, every check) against openapi/.
-
-Generation requests are kept short: any property carrying ``x-mlxcel-fuzz-maximum`` in the spec
-(``max_tokens``...) is clamped to that value before the request is sent.
-"""
+"""schemathesis over every operation of openapi/ (``checks/fuzzing.py``), one test each."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import hypothesis
 import pytest
-import schemathesis
-from hypothesis import HealthCheck
-from schemathesis.checks import not_a_server_error
-from schemathesis.core.failures import FailureGroup
-from schemathesis.specs.openapi.checks import ignored_auth
 
 from mlxcel_conformance import spec
-from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.fuzzing import run_schemathesis
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.errors import SetupError, Severity
-from mlxcel_conformance.fuzz_bounds import clamp, fuzz_limits
 from mlxcel_conformance.surfaces import OPTIONAL_SURFACES, require_surface
 from mlxcel_conformance.target import Target
 
@@ -36,124 +24,6 @@ def _labels() -> list[Any]:
                                        extension="openapi")
         out.append(pytest.param(op.method, op.path, id=f"{op.method} {op.path}", marks=mark))
     return out
-
-
-_MEDIA_PARTS = ("image_url", "video_url", "input_audio", "input_image")
-
-
-def _text_only(body: Any) -> None:
-    """Media parts are a documented 400 on a text-only model: fuzz them as text parts."""
-    messages = body.get("messages") if isinstance(body, dict) else None
-    for message in messages if isinstance(messages, list) else ():
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            continue
-        for i, part in enumerate(content):
-            if isinstance(part, dict) and part.get("type") in _MEDIA_PARTS:
-                content[i] = {"type": "text", "text": "media"}
-
-
-def _declared_choice(body: Any) -> None:
-    """tool_choice rules the spec cannot express (a named function must be declared, `required`
-    needs tools, a forced choice excludes a constraining response_format) are documented 400s:
-    fuzz consistent requests. A generated schema is replaced by `{}` (any JSON): whether the
-    grammar engine accepts an arbitrary schema is a documented 400, not a fuzz target. So are a
-    tool's generated `parameters` (`input_schema` on Messages): OpenAI and Anthropic refuse a
-    tool schema that is not a valid JSON Schema, which the spec's `type: object` cannot say."""
-    if not isinstance(body, dict):
-        return
-    choice, tools = body.get("tool_choice"), body.get("tools")
-    declared = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
-    for tool in declared:
-        function = tool.get("function")
-        holder: dict[str, Any] = function if isinstance(function, dict) else tool
-        for key in ("parameters", "input_schema"):
-            if isinstance(holder.get(key), dict):
-                holder[key] = {"type": "object"}
-    if choice == "required" and not declared:
-        body["tool_choice"] = "auto"
-    if isinstance(choice, dict):
-        name = (choice.get("function") or {}).get("name")
-        if isinstance(name, str) and name not in [
-            (t.get("function") or {}).get("name") for t in declared
-        ]:
-            body["tools"] = [*declared, {"type": "function", "function": {"name": name}}]
-    forced = body.get("tool_choice") == "required" or isinstance(body.get("tool_choice"), dict)
-    fmt = body.get("response_format")
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-        if forced:
-            body.pop("response_format")
-        elif isinstance(fmt.get("json_schema"), dict):
-            fmt["json_schema"]["schema"] = {}
-    text = body.get("text")  # Responses: text.format carries the schema itself
-    text_format = text.get("format") if isinstance(text, dict) else None
-    if isinstance(text_format, dict) and text_format.get("type") == "json_schema":
-        text_format["schema"] = {}
-
-
-def _context_exceeded(response: Any) -> bool:
-    """A 400 for a prompt over the context: OpenAI's `code`, or (Anthropic's shape has no code)
-    an `invalid_request_error` whose message says so."""
-    if response.status_code != 400:
-        return False
-    try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
-        return False
-    if not isinstance(error, dict):
-        return False
-    if error.get("code") == "context_length_exceeded":
-        return True
-    message = str(error.get("message", ""))
-    return error.get("type") == "invalid_request_error" and "context size" in message
-
-
-@check(
-    "schemathesis",
-    severity=Severity.HIGH,
-    description="schemathesis' checks (status codes, schemas, no 5xx on generated input)",
-)
-def run_schemathesis(target: Target, method: str, path: str, examples: int) -> None:
-    schema = schemathesis.openapi.from_path(str(spec.spec_path()))
-    schema.config.update(base_url=target.base_url, request_timeout=60)
-    operation = schema.find_operation_by_label(f"{method} {path}")
-    if operation is None:
-        raise SetupError(f"{method} {path} is not in the spec")
-    limits = fuzz_limits()
-    headers = target.auth_headers
-
-    @hypothesis.settings(
-        max_examples=examples,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
-    )
-    @hypothesis.given(case=operation.as_strategy())
-    def fuzz(case: schemathesis.Case) -> None:
-        clamp(case.body, limits)
-        _text_only(case.body)
-        _declared_choice(case.body)
-        response = case.call(headers=headers)
-        if _context_exceeded(response):
-            return  # a prompt over the context is a documented 400 no schema can rule out
-        # A documented 501 (a capability the loaded model lacks, a route without its model) is
-        # an honest answer, not a crash: the status must still be documented for the operation.
-        excluded: list[Any] = [not_a_server_error] if response.status_code == 501 else []
-        if not headers:
-            # A server started without a key accepts any: auth is checked only with --api-key.
-            excluded.append(ignored_auth)
-        case.validate_response(response, headers=headers, excluded_checks=excluded)
-
-    try:
-        fuzz()
-    except (AssertionError, FailureGroup) as exc:  # schemathesis' failures, with reproduction
-        fail(
-            "schemathesis",
-            f"{method} {path}: {str(exc).strip().splitlines()[0]}",
-            details=str(exc)[:4000],
-        )
 
 
 @pytest.mark.parametrize(("method", "path"), _labels())
