@@ -49,17 +49,12 @@ def loaded() -> tuple[Any, Any]:
 @pytest.fixture(scope="module")
 def laned(loaded: tuple[Any, Any]) -> Any:
     weights = extract(loaded[0])
-    lanes = start_lanes(weights, 2)
+    # Spreading from 0: every sequence to the emptiest lane in a process of its own, so that
+    # a few sequences use both.
+    lanes = start_lanes(weights, 2, spread_from=0)
     assert lanes is not None
     yield weights, lanes
     lanes.close()
-
-
-@pytest.fixture(autouse=True)
-def spread(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every sequence to the emptiest lane in a process of its own, so that a few sequences
-    use both."""
-    monkeypatch.setattr(lanes_module, "SPREAD_FROM", 0)
 
 
 PROMPTS = ("Tell me a story.", "What is 2 + 2?", "Name three colours of the sea.", "Say hello.")
@@ -164,7 +159,7 @@ def test_a_lane_that_dies_or_hangs_fails_the_step_and_the_next_batch_starts_it_a
     monkeypatch.setattr(lanes_module, "STEP_TIMEOUT", 1.0)
     model, tokenizer = loaded
     weights = extract(model)
-    lanes = start_lanes(weights, 2)
+    lanes = start_lanes(weights, 2, spread_from=0)
     assert isinstance(lanes, Lanes)
     try:
         prompts = [_prompt(tokenizer, text) for text in PROMPTS[:2]]
@@ -191,11 +186,11 @@ def test_a_lane_that_dies_or_hangs_fails_the_step_and_the_next_batch_starts_it_a
 
 def test_a_few_sequences_share_one_lane_and_more_spread(
         monkeypatch: pytest.MonkeyPatch, loaded: tuple[Any, Any], laned: Any) -> None:
-    """Below ``SPREAD_FROM`` sequences the server's own lane takes them all (stepping alone on
+    """Below ``spread_from`` sequences the server's own lane takes them all (stepping alone on
     every BLAS thread); from it, new ones go to the emptiest lane of its own process, and the
     server's lane hands over what it holds mid-generation: nobody's tokens change."""
     model, tokenizer = loaded
-    monkeypatch.setattr(lanes_module, "SPREAD_FROM", 3)
+    monkeypatch.setattr(laned[1], "spread_from", 3)
     monkeypatch.setattr(laned[1], "threads", 2)
     weights, lanes = laned
     prompts = [_prompt(tokenizer, text) for text in (*PROMPTS, *PROMPTS[:3])]
@@ -220,8 +215,7 @@ def test_a_few_sequences_share_one_lane_and_more_spread(
     assert [got[uid] for uid in uids + more] == expected
 
 
-def test_lanes_follow_the_setting_and_the_model_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lanes_module, "SPREAD_FROM", 12)  # as shipped
+def test_lanes_follow_the_setting_and_the_model_size() -> None:
     assert lane_count(1, 10**7, cores=2) == 1
     assert lane_count(3, 10, cores=2) == 3
     assert lane_count(0, MIN_THREADED_PARAMETERS, cores=2) == 2
@@ -229,9 +223,11 @@ def test_lanes_follow_the_setting_and_the_model_size(monkeypatch: pytest.MonkeyP
     assert lane_count(0, MIN_THREADED_PARAMETERS - 1, cores=2) == 1  # the tiny fixture's size
     assert lane_count(0, MAX_LANED_PARAMETERS + 1, cores=2) == 1
     assert lane_count(0, MIN_THREADED_PARAMETERS, cores=1) == 1
-    # A server of fewer slots than SPREAD_FROM never spreads: no lanes (-np 4, the default).
+    # A server of fewer slots than --decode-lanes-from (12 by default) never spreads: no lanes
+    # (-np 4, the default), unless the setting is lowered.
     assert lane_count(2, MIN_THREADED_PARAMETERS, cores=2, slots=11) == 1
     assert lane_count(0, MIN_THREADED_PARAMETERS, cores=2, slots=12) == 2
+    assert lane_count(2, 10, cores=2, slots=4, spread_from=0) == 2
 
 
 def test_no_lanes_below_two_or_where_the_copies_would_crowd_memory(

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from mlxcel.engine.numpy_decode import lanes as lanes_module
 from mlxcel.engine.numpy_decode.laned import LanedBatch
 from mlxcel.engine.worker import Engine, EngineConfig
 from mlxcel.generation import Finished, GenerationRequest, SamplingParams, TokenDelta
@@ -22,7 +21,7 @@ HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=11)
 
 BATCHES = {
     "numpy-decode": {},
-    "numpy-lanes": {"decode_lanes": 2},
+    "numpy-lanes": {"decode_lanes": 2, "decode_lanes_from": 0},
     "mlx-batch": {"numpy_decode": False},
 }
 
@@ -32,19 +31,17 @@ def engines() -> Iterator[dict[str, Engine]]:
     """One engine per batch, started once for the module: mlx-lm's ``BatchGenerator``
     (``--no-numpy-decode``, and every model on Metal), the NumPy decode path (the default on
     MLX's CPU backend), and that path over two decode lanes (``--decode-lanes 2``), every
-    sequence in a lane of its own process (``SPREAD_FROM`` 0)."""
+    sequence in a lane of its own process (``--decode-lanes-from 0``)."""
     started: dict[str, Engine] = {}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lanes_module, "SPREAD_FROM", 0)
-        for name, options in BATCHES.items():
-            eng = started[name] = Engine(EngineConfig(model=MODEL, parallel=4,
-                                                      **options))  # type: ignore[arg-type]
-            eng.start()
-            assert eng.wait_ready(60), eng.load_error
-        assert isinstance(started["numpy-lanes"]._batch, LanedBatch)
-        yield started
-        for eng in started.values():
-            eng.stop()
+    for name, options in BATCHES.items():
+        eng = started[name] = Engine(EngineConfig(model=MODEL, parallel=4,
+                                                  **options))  # type: ignore[arg-type]
+        eng.start()
+        assert eng.wait_ready(60), eng.load_error
+    assert isinstance(started["numpy-lanes"]._batch, LanedBatch)
+    yield started
+    for eng in started.values():
+        eng.stop()
 
 
 @pytest.fixture(params=list(BATCHES))

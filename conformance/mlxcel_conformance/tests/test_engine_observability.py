@@ -40,6 +40,9 @@ from mlxcel_conformance.readers import read_chat
 from mlxcel_conformance.surfaces import offers, require_surface
 
 IDLE_LIMIT_S = 3.0
+# Held streams that overfill a server which does not report its slots and queue in /health.
+OVERLOAD_DEFAULT = 48
+OVERLOAD_MAX = 512
 
 
 def _long_stream(model_name: str | None) -> dict[str, Any]:
@@ -85,6 +88,22 @@ def _slots(client: SuiteClient) -> list[dict[str, Any]]:
     body: list[dict[str, Any]] = json_body(response)
     check_llama_slots(body)
     return body
+
+
+def _overload_count(client: SuiteClient) -> int:
+    """Held streams that overfill the server: its slots plus its queue (``/health``'s
+    ``batch``, the reference's own extension) and a margin; ``OVERLOAD_DEFAULT`` where it does
+    not report both (a fixed count failed the reference started with ``--parallel 12``, whose
+    queue then holds 48)."""
+    try:
+        batch = client.get("/health").json().get("batch")
+    except (ValueError, AttributeError, httpx.HTTPError):
+        return OVERLOAD_DEFAULT
+    slots = batch.get("max_batch_size") if isinstance(batch, dict) else None
+    queue = batch.get("max_queue") if isinstance(batch, dict) else None
+    if isinstance(slots, int) and isinstance(queue, int):
+        return min(slots + queue + 8, OVERLOAD_MAX)
+    return OVERLOAD_DEFAULT
 
 
 def _all_idle(client: SuiteClient) -> bool:
@@ -227,7 +246,7 @@ def test_slots_freed_after_disconnect(client: SuiteClient, model_name: str | Non
                          destructive=True)
 def test_overload_answers_503_before_headers(client: SuiteClient, model_name: str | None) -> None:
     release = threading.Event()
-    n = 48
+    n = _overload_count(client)
     with ThreadPoolExecutor(max_workers=n) as pool:
         futures = [pool.submit(_hold_stream, client, _long_stream(model_name), release)
                    for _ in range(n)]
@@ -240,7 +259,7 @@ def test_overload_answers_503_before_headers(client: SuiteClient, model_name: st
 
 
 def _held_overload(client: SuiteClient, model_name: str | None, release: threading.Event,
-                   pool: ThreadPoolExecutor, n: int = 48) -> list[Any]:
+                   pool: ThreadPoolExecutor, n: int) -> list[Any]:
     """Overfill the queue with held streams; returns once one of them was refused."""
     futures = [pool.submit(_hold_stream, client, _long_stream(model_name), release)
                for _ in range(n)]
@@ -257,9 +276,10 @@ def test_overload_answers_529_on_anthropic_routes(client: SuiteClient, model_nam
                                                   stream: bool) -> None:
     release = threading.Event()
     payload = messages_payload(model_name, max_tokens=8, stream=stream)
-    with ThreadPoolExecutor(max_workers=48) as pool:
+    n = _overload_count(client)
+    with ThreadPoolExecutor(max_workers=n) as pool:
         try:
-            futures = _held_overload(client, model_name, release, pool)
+            futures = _held_overload(client, model_name, release, pool, n)
             if not any(f.done() and f.result()[0] == 503 for f in futures):
                 pytest.skip("the queue never filled (a server without admission control)")
             response = client.post(MESSAGES_PATH, payload, headers=ANTHROPIC_HEADERS)

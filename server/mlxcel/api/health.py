@@ -47,6 +47,7 @@ def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
             "active_sequences": active,
             "queue_depth": engine.queue_depth,
             "max_batch_size": max_batch,
+            "max_queue": engine.max_queue,
         },
         "observability": {
             **counters,

@@ -39,6 +39,8 @@ class EngineConfig:
     numpy_threads: int = 0
     # Processes the NumPy path's batch spreads over (numpy_decode/lanes.py): 1 none, 0 picks.
     decode_lanes: int = 0
+    # ... from this many sequences decoding at once (numpy_decode/lanes.py, SPREAD_FROM).
+    decode_lanes_from: int = 12
     # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
     stream_interval_ms: float = 0.0
 

@@ -171,6 +171,11 @@ class Engine:
         return len(self.queue)
 
     @property
+    def max_queue(self) -> int:
+        """Requests that may wait for a slot; one more is refused (503)."""
+        return self.queue.capacity
+
+    @property
     def active_sequences(self) -> int:
         return sum(seq is not None for seq in self.slots)
 
@@ -276,9 +281,10 @@ class Engine:
                 self.model.model, self.config.numpy_decode and self.model.vision is None
                 and not self.config.solo_only, threads=self.config.numpy_threads)
             if self._numpy_weights is not None:
+                spread_from = self.config.decode_lanes_from
                 self._lanes = start_lanes(self._numpy_weights, lane_count(
                     self.config.decode_lanes, copy_bytes(self.model.model) // 4,
-                    slots=len(self.slots)))
+                    slots=len(self.slots), spread_from=spread_from), spread_from)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()

@@ -67,6 +67,12 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            "none", ENGINE,
            flags=("--decode-lanes",), env=("MLXCEL_DECODE_LANES",), type=int, to="engine",
            minimum=0),
+    Option("decode_lanes_from", 12, "sequences decoding at once from which the NumPy decode "
+           "path's batch spreads over its lanes (--decode-lanes); below it the server's own "
+           "process decodes them all on every BLAS thread; 12 was measured on 2 cores, 0 puts "
+           "every sequence in a lane process", ENGINE,
+           flags=("--decode-lanes-from",), env=("MLXCEL_DECODE_LANES_FROM",), type=int,
+           to="engine", minimum=0),
     Option("stream_interval_ms", 4.0, "milliseconds a stream's tokens gather between socket "
            "writes (0 sends each token as it is generated; the first token and the end go at "
            "once; only a stream faster than one token per interval is grouped)", ENGINE,

@@ -61,6 +61,7 @@ MAX_AUTO_LANES = 2
 # Below this many sequences in all, new ones join the fullest lane (which then steps alone, on
 # every BLAS thread); from it, the emptiest. Measured on 2 cores (benchmarks/README.md): 8
 # streams over two one-thread lanes served 0.78-0.92x one lane's tokens on two threads.
+# The default of ``--decode-lanes-from``.
 SPREAD_FROM = 12
 # Seconds a new lane may take to import numpy and map the weights before it is given up.
 START_TIMEOUT = 120.0
@@ -241,8 +242,9 @@ class Lane:
 class Lanes:
     """Every lane of the engine."""
 
-    def __init__(self, weights: Weights, count: int, threads: int) -> None:
-        self.weights, self.threads = weights, threads
+    def __init__(self, weights: Weights, count: int, threads: int,
+                 spread_from: int = SPREAD_FROM) -> None:
+        self.weights, self.threads, self.spread_from = weights, threads, spread_from
         self.lanes: list[LocalLane | Lane] = [LocalLane(weights, numpy_blas_setter())]
         try:
             remote = [Lane(index) for index in range(1, count + 1)]  # start together
@@ -269,10 +271,10 @@ class Lanes:
         return [*self.lanes[1:], self.lanes[0]]
 
     def pick(self) -> LocalLane | Lane:
-        """The lane for a new sequence: while fewer than ``SPREAD_FROM`` sequences decode, the
+        """The lane for a new sequence: while fewer than ``spread_from`` sequences decode, the
         fullest (the server's own at first: one lane runs alone, on every thread), else the
         emptiest lane in a process of its own."""
-        if sum(lane.count for lane in self.lanes) < SPREAD_FROM:
+        if sum(lane.count for lane in self.lanes) < self.spread_from:
             return max(self.lanes, key=lambda lane: (lane.count, -lane.index))
         return min(self.lanes[1:], key=lambda lane: (lane.count, lane.index))
 
@@ -330,12 +332,12 @@ class Lanes:
 
 
 def lane_count(setting: int, parameters: int, cores: int | None = None,
-               slots: int | None = None) -> int:
+               slots: int | None = None, spread_from: int = SPREAD_FROM) -> int:
     """Lanes for ``--decode-lanes`` (``setting``), a model of ``parameters`` and ``slots``
-    parallel sequences: 1 (no lanes) when fewer slots than ``SPREAD_FROM`` (the batch never
+    parallel sequences: 1 (no lanes) when fewer slots than ``spread_from`` (the batch never
     spreads), else the setting when above 0, else one per core (at most ``MAX_AUTO_LANES``) for
     a model between ``MIN_THREADED_PARAMETERS`` and ``MAX_LANED_PARAMETERS``, else 1."""
-    if slots is not None and slots < SPREAD_FROM:
+    if slots is not None and slots < spread_from:
         return 1
     if setting > 0:
         return setting
@@ -344,7 +346,7 @@ def lane_count(setting: int, parameters: int, cores: int | None = None,
     return max(1, min(cores if cores is not None else usable_cores(), MAX_AUTO_LANES))
 
 
-def start_lanes(weights: Weights, count: int) -> Lanes | None:
+def start_lanes(weights: Weights, count: int, spread_from: int = SPREAD_FROM) -> Lanes | None:
     """The server's own lane over ``weights`` and ``count`` lanes in processes of their own,
     each with a copy; None when ``count`` is below 2, when the copies would take more than
     ``MEMORY_SHARE`` of the memory available, or when the lanes cannot start (logged: the
@@ -357,10 +359,10 @@ def start_lanes(weights: Weights, count: int) -> Lanes | None:
                     "half the available memory (%.1f GiB)", count, needed / 2**30, free / 2**30)
         return None
     try:
-        lanes = Lanes(weights, count, weights.threads)
+        lanes = Lanes(weights, count, weights.threads, spread_from)
     except (LaneError, OSError, ValueError) as exc:
         log.warning("decode lanes not used: %s", exc)
         return None
     log.info("decoding from %d sequences on %d lanes in processes of their own, one BLAS "
-             "thread each (--decode-lanes 1: in the server's process only)", SPREAD_FROM, count)
+             "thread each (--decode-lanes 1: in the server's process only)", spread_from, count)
     return lanes
