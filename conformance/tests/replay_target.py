@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import real_stream_corpus as corpus
 
@@ -74,7 +74,14 @@ class Replay:
         return 200, content_type, self.body(ANSWERS[(path, kind)])
 
 
-def _handler(replay: Replay) -> type[BaseHTTPRequestHandler]:
+class Answers(Protocol):
+    """What ``serving`` serves: the status, content type and body for a POST (``request`` is the
+    parsed JSON body, ``{}`` when it is not JSON)."""
+
+    def answer(self, path: str, request: Any) -> tuple[int, str, bytes]: ...
+
+
+def _handler(replay: Answers) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -108,8 +115,9 @@ def _handler(replay: Replay) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(replay: Replay) -> Iterator[str]:
-    """Serve ``replay`` on a free loopback port; yields its base URL."""
+def serving(replay: Answers) -> Iterator[str]:
+    """Serve ``replay`` (a ``Replay``, or any other ``Answers``) on a free loopback port;
+    yields its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(replay))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
