@@ -41,6 +41,9 @@ _SERVER_FAULTS: tuple[type[BaseException], ...] = (httpx.TransportError, Asserti
 # the server dropped.
 _FAULT_SOURCES = {"sdk-openai": sources.OPENAI_SDK, "sdk-anthropic": sources.ANTHROPIC_SDK}
 _TRANSPORT_SOURCE = "RFC 9110: every request gets a response (the connection failed or hung)"
+# Families that run only when their flag (``--robustness``) is given; without it they leave no
+# record.
+OPT_IN_FAMILIES = frozenset({"robustness"})
 # Rewritten after every record, so a run killed at its deadline still leaves what it found.
 PARTIAL_NAME = "conformance.partial.json"
 
@@ -216,6 +219,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     found = _marker(item)
     if found is None:
         return
+    if found[0] in OPT_IN_FAMILIES and not item.config.getoption(f"--{found[0]}"):
+        # Not asked for: no record at all (not UNSUPPORTED), whatever the profile claims, so
+        # reports and the peers' matrix leave the family out alike.
+        pytest.skip(f"the {found[0]} family is hostile: run it with --{found[0]}")
     profile = item.config.stash[_PROFILE_KEY]
     if not profile.claims(found[0]):
         pytest.skip(f"UNSUPPORTED: profile {profile.name} does not claim family {found[0]}")

@@ -6,7 +6,6 @@ check with nothing left to send is UNSUPPORTED."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -47,13 +46,6 @@ BATCHES, PROMPTS, BATCH_TOKENS = 4, 16, 128
 BATCH_BOUND_S = 180.0
 # Seconds the slots may take to go idle once every answer is in.
 ORPHAN_GRACE_S = 2.0
-
-
-@pytest.fixture(autouse=True)
-def _opt_in(pytestconfig: pytest.Config) -> Iterator[None]:
-    if not pytestconfig.getoption("--robustness"):
-        pytest.skip("the robustness family is hostile: run it with --robustness")
-    yield
 
 
 @pytest.fixture
