@@ -43,6 +43,9 @@ ANTHROPIC_STREAM = ("Anthropic API reference, Streaming Messages (event flow); "
                     "real-streams/anthropic/stream/")
 ANTHROPIC_ERRORS = "Anthropic API reference, Errors; real-streams/errors/anthropic-*.json"
 ANTHROPIC_SDK = "anthropic-python with _strict_response_validation (FACTS.md)"
+ANTHROPIC_COUNT_TOKENS = ("Anthropic API reference, Count tokens in a Message: input_tokens "
+                          "counts the messages, system prompt and tools, an estimate that may "
+                          "differ by a small amount")
 LLAMA = "llama-server README (tools/server/README.md)"
 MLX_LM = "mlx-lm SERVER.md, chat completions request fields"
 SSE = "WHATWG HTML Living Standard, Server-sent events (event stream interpretation)"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mlxcel_conformance.checks import sources
 from mlxcel_conformance.checks.errors_checks import (
     check_error_body_anthropic,
 )
@@ -184,7 +185,7 @@ def _check_count_tokens(client: SuiteClient, model_name: str | None, choice: str
     if not count_agrees(count["input_tokens"], prompt_tokens_of(body.get("usage") or {})):
         fail("anthropic_message_body", "count_tokens differs from the message's prompt tokens "
              "(input + cache reads + cache writes) by more than an estimate may",
-             counted=count, usage=body["usage"])
+             source=sources.ANTHROPIC_COUNT_TOKENS, counted=count, usage=body["usage"])
 
 
 def _output_tokens(message: dict[str, Any]) -> int | None:

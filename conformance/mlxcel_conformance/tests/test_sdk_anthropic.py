@@ -9,6 +9,7 @@ from typing import Any
 import anthropic
 import pytest
 
+from mlxcel_conformance.checks import sources
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.target import Target
 from mlxcel_conformance.tests.test_anthropic import count_agrees
@@ -70,7 +71,7 @@ def test_sdk_anthropic_count_tokens(target: Target, sdk_model: str) -> None:
         usage.cache_creation_input_tokens or 0)
     if not count_agrees(counted.input_tokens, prompt):
         fail("sdk_anthropic", "count_tokens differs from the prompt tokens of usage "
-             "(input + cache reads + cache writes)",
+             "(input + cache reads + cache writes)", source=sources.ANTHROPIC_COUNT_TOKENS,
              counted=counted.input_tokens, usage=created.usage.model_dump())
 
 
