@@ -31,6 +31,8 @@ ASSISTANT = {"role": "assistant", "content": None, "tool_calls": [CALL]}
 COMPLETION = {"prompt": "hi", "max_tokens": 1}
 RESPONSES = {"input": "hi", "max_output_tokens": 16}
 FN_TOOL = {"type": "function", "name": "f", "parameters": {"type": "object"}}
+MESSAGES = {"max_tokens": 1, "messages": HI}
+CLIENT_TOOL = {"name": "f", "input_schema": {"type": "object"}}
 NULL = "null is not allowed"
 # llama-server's routes answer in its error shape: {"error": {"code", "message", "type"}}
 NATIVE_ROUTES = {"/apply-template", "/embedding", "/completion"}
@@ -151,6 +153,48 @@ def test_refused_with_the_documented_400(client: TestClient, route: str, body: d
     assert fragment in error["message"]
 
 
+# Anthropic's shape: {"type": "error", "error": {"type", "message"}} (no param)
+ANTHROPIC_REFUSALS: list[tuple[str, dict[str, Any], str]] = [
+    ("/v1/messages", {**MESSAGES, "model": None}, "'model'"),
+    ("/v1/messages", {**MESSAGES, "system": None}, "'system'"),
+    ("/v1/messages", {**MESSAGES, "stream": None}, "'stream'"),
+    ("/v1/messages", {**MESSAGES, "top_k": None}, "'top_k'"),
+    ("/v1/messages", {**MESSAGES, "stop_sequences": None}, "'stop_sequences'"),
+    ("/v1/messages", {**MESSAGES, "thinking": {"type": "sometimes"}}, "thinking.type"),
+    ("/v1/messages", {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": None}},
+     "thinking.budget_tokens"),
+    ("/v1/messages", {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": 2},
+                      "thinking_budget_tokens": -5}, "thinking_budget_tokens"),
+    ("/v1/messages", {**MESSAGES, "tools": [CLIENT_TOOL], "tool_choice": {}},
+     "tool_choice.type"),
+    ("/v1/messages", {**MESSAGES, "tools": [CLIENT_TOOL], "tool_choice": {"type": "tool"}},
+     "tool_choice.name"),
+    ("/v1/messages", {**MESSAGES, "tools": [{}]}, "tools.0.name"),
+    ("/v1/messages", {**MESSAGES, "tools": [{"name": "f"}]}, "tools.0.input_schema"),
+    ("/v1/messages", {**MESSAGES, "tools": [{**CLIENT_TOOL, "name": "a b"}]}, "tools.0.name"),
+    ("/v1/messages", {**MESSAGES, "tools": [{**CLIENT_TOOL, "description": 5}]},
+     "tools.0.description"),
+    ("/v1/messages", {**MESSAGES, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "hi", "citations": "none"}]}]}, "citations"),
+    ("/v1/messages/count_tokens", {"messages": HI, "tool_choice": None}, "'tool_choice'"),
+    ("/v1/messages/count_tokens", {"messages": HI, "tools": [{"name": "f",
+                                                               "input_schema": None}]},
+     "tools.0.input_schema"),
+]
+
+
+@pytest.mark.parametrize(("route", "body", "fragment"), ANTHROPIC_REFUSALS,
+                         ids=[f"{r} {f}" for r, _, f in ANTHROPIC_REFUSALS])
+def test_refused_in_anthropic_shape(client: TestClient, route: str, body: dict[str, Any],
+                                    fragment: str) -> None:
+    response = client.post(route, json=body)
+    assert response.status_code == 400, response.text
+    answer = response.json()
+    assert answer["type"] == "error"
+    assert answer["error"]["type"] == "invalid_request_error"
+    assert fragment in answer["error"]["message"]
+
+
 # Values the spec now admits because the public API does (each was a 2xx before too).
 ADMITTED: list[tuple[str, dict[str, Any]]] = [
     ("/v1/chat/completions", {**CHAT, "stream": None}),  # OpenAI: nullable
@@ -165,6 +209,11 @@ ADMITTED: list[tuple[str, dict[str, Any]]] = [
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
         {"type": "function_call_output", "call_id": "c",
          "output": [{"type": "input_text", "text": "42"}]}]}),
+    ("/v1/messages", {**MESSAGES, "thinking": {"type": "adaptive"}}),
+    ("/v1/messages", {**MESSAGES, "tools": [CLIENT_TOOL],
+                      "tool_choice": {"type": "tool", "name": "f"}}),
+    ("/v1/messages", {**MESSAGES, "tools": [CLIENT_TOOL, {"type": "web_search_20250305",
+                                                          "name": "web_search"}]}),
 ]
 
 
