@@ -116,11 +116,9 @@ OPENAI_REFUSALS: list[tuple[str, dict[str, Any], str, str]] = [
     ("/embedding", {"content": "hi", "input": []}, "input", "must not be empty"),
     ("/v1/rerank", {"query": "q", "documents": ["a"], "top_n": None}, "top_n", NULL),
     ("/v1/rerank", {"query": "q", "documents": ["a"], "texts": None}, "texts", NULL),
-    ("/v1/responses", {**RESPONSES, "model": None}, "model", NULL),
-    ("/v1/responses", {**RESPONSES, "text": None}, "text", NULL),
     ("/v1/responses", {**RESPONSES, "text": {"format": "json"}}, "text.format",
      "object with a string type"),
-    ("/v1/responses", {**RESPONSES, "text": {"format": {}}}, "text.format",
+    ("/v1/responses", {**RESPONSES, "text": {"format": {"type": 5}}}, "text.format",
      "object with a string type"),
     ("/v1/responses", {**RESPONSES, "text": {"format": {
         "type": "json_schema", "schema": {"type": "object"}, "strict": 1}}},
@@ -129,8 +127,6 @@ OPENAI_REFUSALS: list[tuple[str, dict[str, Any], str, str]] = [
      "must be a string"),
     ("/v1/responses", {**RESPONSES, "tools": [{**FN_TOOL, "description": 5}]},
      "tools.0.description", "string or null"),
-    ("/v1/responses", {**RESPONSES, "tools": None}, "tools", NULL),
-    ("/v1/responses", {**RESPONSES, "tool_choice": None}, "tool_choice", NULL),
     ("/v1/responses/input_tokens", {**RESPONSES, "context_management": []},
      "context_management", "context_management must be"),
     ("/completion", {"prompt": {"prompt_string": "hi", "multimodal_data": 0}, "n_predict": 1},
@@ -201,6 +197,11 @@ ADMITTED: list[tuple[str, dict[str, Any]]] = [
     ("/v1/completions", {**COMPLETION, "stream": None, "echo": None}),  # OpenAI: nullable
     ("/v1/completions", {**COMPLETION, "suffix": ""}),  # no suffix
     ("/v1/responses", {**RESPONSES, "conversation": None}),  # OpenAI: nullable
+    # Open Responses' CreateResponseBody: nullable; a format's type defaults to text
+    ("/v1/responses", {**RESPONSES, "model": None, "tools": None, "tool_choice": None}),
+    ("/v1/responses", {**RESPONSES, "text": None}),
+    ("/v1/responses", {**RESPONSES, "text": {"format": None}}),
+    ("/v1/responses", {**RESPONSES, "text": {"format": {}}}),
     ("/v1/responses", {**RESPONSES, "tools": [{**FN_TOOL, "description": None,
                                                "parameters": None}]}),
     ("/v1/responses", {**RESPONSES, "tools": [FN_TOOL],

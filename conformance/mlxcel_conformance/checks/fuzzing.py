@@ -127,6 +127,15 @@ def _declared_flat_choice(body: dict[str, Any], declared: list[dict[str, Any]]) 
     body["tools"] = [*declared, tool]
 
 
+def _history_input(path: str, body: Any) -> None:
+    """A Responses ``input`` may be null (Open Responses) only when ``previous_response_id``
+    or a stored ``conversation`` supplies the history: server state the fuzzer cannot name (the
+    id is ``x-mlxcel-fuzz-skip``), so a generated null input is replaced by a text."""
+    if "/responses" in path and isinstance(body, dict) and "input" in body and \
+            body["input"] is None:
+        body["input"] = "Say hello."
+
+
 def _context_exceeded(response: Any) -> bool:
     """A 400 for a prompt over the context: OpenAI's `code`, or (Anthropic's shape has no code)
     an `invalid_request_error` whose message says so."""
@@ -222,6 +231,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int,
             clamp(case.body, limits)
             _text_only(case.body)
             _declared_choice(case.body)
+            _history_input(path, case.body)
             response = case.call(headers=headers)
             if _context_exceeded(response):
                 return  # a prompt over the context is a documented 400 no schema can rule out

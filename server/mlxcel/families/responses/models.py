@@ -20,7 +20,7 @@ from ...chat.tool_calls import ParsedToolCall
 from ...errors import InvalidRequestError
 from ...generation import Finished
 from ...protocol.sampling_fields import OpenAISamplingFields
-from ...protocol.types import Int, Omittable
+from ...protocol.types import Int
 
 BUILTIN_TOOLS = frozenset({
     "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
@@ -30,14 +30,16 @@ BUILTIN_TOOLS = frozenset({
 
 
 class ResponsesRequest(OpenAISamplingFields):
-    input: Omittable[str | list[Any]] = None  # absent with previous_response_id
+    # Nullable in the Open Responses specification (CreateResponseBody), as are tools,
+    # tool_choice and text: null reads as absent.
+    model: str | None = None
+    input: str | list[Any] | None = None
     instructions: str | None = None
     max_output_tokens: Int | None = Field(default=None, ge=1)
-    # OpenAI types these without null (conversation, instructions... are nullable there).
-    tools: Omittable[list[dict[str, Any]]] = None
-    tool_choice: Omittable[str | dict[str, Any]] = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    text: Omittable[dict[str, Any]] = None
+    text: dict[str, Any] | None = None
     previous_response_id: str | None = None
     conversation: str | dict[str, Any] | None = None
     store: bool | None = None
@@ -79,15 +81,16 @@ def check_unsupported(request: ResponsesRequest) -> None:
 
 
 def check_text_format(text: dict[str, Any] | None) -> None:
-    """``text.format``: an object with ``type`` text or json_schema (OpenAI's
-    TextResponseFormatConfiguration; json_object is not served); a json_schema one has an
-    object ``schema``, a string ``name`` and a boolean or null ``strict`` when sent."""
-    if text is None or "format" not in text:
+    """``text.format``: null or an object whose ``type`` (default ``text``) is text or
+    json_schema (Open Responses' TextParam; json_object is not served); a json_schema one has
+    an object ``schema``, a string ``name`` and a boolean or null ``strict`` when sent."""
+    fmt = (text or {}).get("format")
+    if fmt is None:
         return
-    fmt = text["format"]
-    if not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str):
+    if not isinstance(fmt, dict) or not isinstance(fmt.get("type", "text"), str):
         raise InvalidRequestError("text.format must be an object with a string type.",
                                   param="text.format")
+    fmt = {"type": "text", **fmt}
     if fmt["type"] not in ("text", "json_schema"):
         raise InvalidRequestError(
             f"text.format type {fmt['type'][:40]!r} is not supported; use 'text' or "
