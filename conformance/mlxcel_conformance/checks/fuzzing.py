@@ -128,11 +128,12 @@ def _declared_flat_choice(body: dict[str, Any], declared: list[dict[str, Any]]) 
 
 
 def _history_input(path: str, body: Any) -> None:
-    """A Responses ``input`` may be null (Open Responses) only when ``previous_response_id``
-    or a stored ``conversation`` supplies the history: server state the fuzzer cannot name (the
-    id is ``x-mlxcel-fuzz-skip``), so a generated null input is replaced by a text."""
-    if "/responses" in path and isinstance(body, dict) and "input" in body and \
-            body["input"] is None:
+    """A Responses ``input`` may be left out or null (OpenAI and Open Responses require no
+    field) only when ``previous_response_id`` or a stored ``conversation`` supplies the
+    history: server state, which the fuzzer can neither name (the id is
+    ``x-mlxcel-fuzz-skip``) nor rule out (a conversation id an earlier request stored). A
+    generated body gets a text input."""
+    if "/responses" in path and isinstance(body, dict) and body.get("input") is None:
         body["input"] = "Say hello."
 
 
