@@ -1,5 +1,6 @@
 """The spec in openapi/ declares every field the reference server validates in a JSON request
-body, with a type and bounds the server accepts.
+body, with a type and bounds the server accepts, and the server's models accept no JSON type
+the spec leaves out (``null`` included: ``Omittable`` fields refuse it).
 
 The request schemas are open (``additionalProperties: true``), so a field the spec leaves out
 may hold anything: schemathesis then sends, say, ``"ignore_eos": []`` as a valid request, and
@@ -31,6 +32,7 @@ from mlxcel.families.llama.tokenize import DetokenizeRequest, TokenizeRequest
 from mlxcel.families.openai_chat.models import ChatCompletionRequest
 from mlxcel.families.responses.compact_routes import CompactRequest
 from mlxcel.families.responses.models import ResponsesRequest
+from mlxcel.protocol.types import NOT_NULL, Omittable
 from mlxcel_conformance import spec
 
 # Each POST route with a JSON body and the models its handler parses it with.
@@ -116,7 +118,9 @@ def _model_types(annotation: Any) -> frozenset[str]:
     if annotation is Any:
         return ANY
     if origin is typing.Annotated:
-        return _model_types(typing.get_args(annotation)[0])
+        inner, *metadata = typing.get_args(annotation)
+        refused = frozenset({"null"}) if NOT_NULL in metadata else frozenset()
+        return _model_types(inner) - refused
     if origin in (typing.Union, types.UnionType):
         return frozenset().union(*(_model_types(arg) for arg in typing.get_args(annotation)))
     if origin is typing.Literal:
@@ -193,31 +197,44 @@ def _objects_in(definition: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _field_problems(path: str, models: tuple[type[BaseModel], ...],
-                    declared: dict[str, list[dict[str, Any]]], where: str = "") -> list[str]:
+                    declared: dict[str, list[dict[str, Any]]], where: str = "",
+                    reverse: bool = False) -> list[str]:
     """What the spec's ``declared`` properties miss of the models' fields, nested models
     included (checked against the object schemas the property admits)."""
     problems = []
-    fields = {name: field for model in models for name, field in model.model_fields.items()}
+    # the first model that declares a field is the one its route reads it with
+    fields = {name: field for model in reversed(models)
+              for name, field in model.model_fields.items()}
     for attribute, field in fields.items():
         name = where + (field.alias or attribute)
-        accepted = _model_types(field.annotation)
+        # pydantic keeps an Annotated field's validators in ``metadata``
+        accepted = _model_types(field.annotation) - (
+            frozenset({"null"}) if NOT_NULL in field.metadata else frozenset())
         key = field.alias or attribute
         if key not in declared:
             if accepted != ANY and (path, name) not in UNDECLARED:
                 problems.append(f"{name}: validated by the server, absent from the spec")
             continue
         admitted = frozenset.intersection(*(_spec_types(d) for d in declared[key]))
-        if not admitted <= accepted:
+        if reverse:
+            if where:  # a nested object's definitions are alternatives (oneOf, anyOf)
+                admitted = frozenset().union(*(_spec_types(d) for d in declared[key]))
+            # Any: the field's shape is checked where it is read (the fuzzing judges those)
+            if _model_types(field.annotation) != ANY and not accepted <= admitted:
+                problems.append(f"{name}: the server accepts {sorted(accepted - admitted)}, "
+                                f"the spec admits {sorted(admitted)}")
+        elif not admitted <= accepted:
             problems.append(f"{name}: the spec admits {sorted(admitted - accepted)}, "
                             f"the server accepts {sorted(accepted)}")
-        problems += _bound_problems(name, field, declared[key])
+        if not reverse:
+            problems += _bound_problems(name, field, declared[key])
         nested = _models_in(field.annotation)
         if nested:
             inner: dict[str, list[dict[str, Any]]] = {}
             for obj in (o for d in declared[key] for o in _objects_in(d)):
                 for prop, definitions in _definitions(obj).items():
                     inner.setdefault(prop, []).extend(definitions)
-            problems += _field_problems(path, tuple(nested), inner, f"{name}.")
+            problems += _field_problems(path, tuple(nested), inner, f"{name}.", reverse)
     return problems
 
 
@@ -225,6 +242,16 @@ def _field_problems(path: str, models: tuple[type[BaseModel], ...],
 def test_the_spec_declares_every_field_the_server_validates(path: str) -> None:
     models = ROUTES[path]
     problems = _field_problems(path, models, _definitions(_request_schema(path)))
+    names = ", ".join(model.__name__ for model in models)
+    assert not problems, f"POST {path} ({names}):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", sorted(ROUTES))
+def test_the_server_accepts_no_type_the_spec_refuses(path: str) -> None:
+    """The invalid direction: a value of a JSON type the spec leaves out (``null`` where it
+    says ``string``) gets a 400, as the public API that defines the field answers."""
+    models = ROUTES[path]
+    problems = _field_problems(path, models, _definitions(_request_schema(path)), reverse=True)
     names = ", ".join(model.__name__ for model in models)
     assert not problems, f"POST {path} ({names}):\n" + "\n".join(problems)
 
@@ -239,6 +266,7 @@ def test_the_type_reading_itself() -> None:
     assert _model_types(typing.Literal["a", 1]) == {"string", "integer"}
     assert _model_types(float) == {"number", "integer"}
     assert _model_types(list[int] | dict[str, int]) == {"array", "object"}
+    assert _model_types(Omittable[str]) == {"string"}
     assert _spec_types({"type": ["number", "null"]}) == {"number", "integer", "null"}
     assert _spec_types({"enum": ["none", "auto"]}) == {"string"}
     assert _spec_types({"description": "anything"}) == ANY

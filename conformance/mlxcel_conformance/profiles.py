@@ -4,6 +4,8 @@ reported UNSUPPORTED, never FAIL.
 Decisions recorded here:
 - `schema` (the whole mlxcel OpenAPI spec fuzzed with schemathesis) is claimed only by `mlxcel`:
   on a peer, routes it never offered would surface as failures instead of unsupported families.
+  Within it, refusing every request the spec calls invalid is a claim of its own
+  (`openapi_strict`, see checks/fuzzing.py): a server may accept more than a spec states.
 - `mlx-lm` claims what `mlx_lm.server` serves: chat, completions, models, health, and the OpenAI
   SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
 - `mlx-lm-fields` (mlx-lm's documented chat fields) is claimed by `mlxcel` and `mlx-lm` only.
@@ -85,6 +87,9 @@ EXTENSIONS: tuple[str, ...] = (
     # between requests, so this is the reference's promise, not a public contract.
     "load",
     "openapi",  # every operation of mlxcel's own API document, fuzzed (the `schema` family)
+    # and every request that document calls invalid refused (4xx/5xx), not only survived:
+    # the reference's promise about its own spec; leniency breaks no public contract
+    "openapi_strict",
 )
 ALL_EXTENSIONS = frozenset(EXTENSIONS)
 

@@ -66,6 +66,9 @@ def test_kwargs_precedence(top: Any, extra: dict[str, Any], expected: dict[str, 
 @pytest.mark.parametrize(("top", "extra"), [
     ("x", {}), (None, {"extra_body": 3}), (None, {"extra_body": {"chat_template_kwargs": []}}),
     (None, {"preserve_thinking": "yes"}),
+    # a shape precedence leaves unused is checked all the same
+    (KW, {"extra_body": {"chat_template_kwargs": 5}}), (KW, {"preserve_thinking": None}),
+    (None, {"extra_body": {"chat_template_kwargs": KW, "preserve_thinking": "yes"}}),
 ])
 def test_kwargs_bad_shapes_are_400(top: Any, extra: dict[str, Any]) -> None:
     with pytest.raises(InvalidRequestError):

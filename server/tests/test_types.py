@@ -1,4 +1,5 @@
-"""``protocol/types.py``: ``Int`` takes JSON integers (``3`` and ``3.0``) and nothing else."""
+"""``protocol/types.py``: ``Int`` takes JSON integers (``3`` and ``3.0``) and nothing else;
+``Omittable`` fields may be left out but not sent as ``null``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from mlxcel.protocol.types import Int
+from mlxcel.protocol.types import Int, Omittable
 
 
 class Strict(BaseModel):
@@ -54,3 +55,17 @@ def test_float_accepted_exactly_when_integral(value: float) -> None:
         assert not value.is_integer()
     else:
         assert value.is_integer() and parsed == value
+
+
+class WithOmittable(BaseModel):
+    model_config = ConfigDict(strict=True)
+    name: Omittable[str] = None
+    count: Omittable[Int] = None
+
+
+def test_omittable_may_be_left_out_but_not_null() -> None:
+    assert WithOmittable.model_validate({}).name is None
+    assert WithOmittable.model_validate({"name": "a", "count": 2.0}).count == 2
+    for body in ({"name": None}, {"count": None}):
+        with pytest.raises(ValidationError, match="null is not allowed"):
+            WithOmittable.model_validate(body)

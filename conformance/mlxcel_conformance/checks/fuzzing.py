@@ -1,9 +1,28 @@
 """A bounded schemathesis run against openapi/: ``--fuzz-examples`` requests per operation that
 the spec calls valid (every schemathesis check), then a third as many that it calls invalid.
 
-The invalid ones test robustness: no 5xx, a documented status and error shape. They are not
-required to be refused (schemathesis' ``negative_data_rejection`` is left out): the reference
-may accept more than its spec states, e.g. ``null`` where the spec says ``boolean``.
+The invalid ones test robustness everywhere: no 5xx, a documented status and error shape.
+Whether they must also be *refused* (schemathesis' ``negative_data_rejection``: a 4xx or 5xx,
+never a 2xx) depends on a claim, because refusing what a spec forbids is a promise of the
+server that wrote the spec, not of the public APIs it implements:
+
+- the reference claims it: its profile claims the ``openapi_strict`` extension
+  (``REFUSAL_EXTENSION``), and its spec says exactly what the public contracts say where they
+  speak (OpenAI's and Anthropic's published specs, Open Responses, llama-server's README);
+- a peer claims nothing of the kind. Its profile does not claim the ``schema`` family, so
+  these tests are UNSUPPORTED there, and a profile that claims the family (or the ``openapi``
+  extension) without ``openapi_strict`` still gets the robustness pass only: accepting
+  ``null`` where the reference's spec says ``boolean`` is leniency, which no public contract
+  forbids, so it can never be a FAIL.
+
+Where refusal is required it is required only of what is invalid *as sent*. The fix-ups below
+keep generated requests meaningful (generation bounds, declared tool names, text parts on a
+text-only model) and can repair an invalid body: each one is validated again against the spec
+after them, and a body that became valid is judged as any valid request. The credentials are
+never made invalid (``with_security_parameters`` off for this pass): the suite sends its own
+key on every request, and what a missing or wrong key gets is the auth family's business.
+Only a 2xx or 3xx counts as accepting: any 4xx or 5xx is a refusal (the robustness checks
+judge its status and shape).
 
 Generation requests are kept short: any property carrying ``x-mlxcel-fuzz-maximum`` in the spec
 (``max_tokens``...) is clamped to that value before the request is sent.
@@ -19,6 +38,7 @@ from hypothesis import HealthCheck
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import FailureGroup
+from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import ignored_auth, negative_data_rejection
 
@@ -68,6 +88,7 @@ def _declared_choice(body: Any) -> None:
             (t.get("function") or {}).get("name") for t in declared
         ]:
             body["tools"] = [*declared, {"type": "function", "function": {"name": name}}]
+    _declared_flat_choice(body, declared)
     forced = body.get("tool_choice") == "required" or isinstance(body.get("tool_choice"), dict)
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
@@ -78,7 +99,42 @@ def _declared_choice(body: Any) -> None:
     text = body.get("text")  # Responses: text.format carries the schema itself
     text_format = text.get("format") if isinstance(text, dict) else None
     if isinstance(text_format, dict) and text_format.get("type") == "json_schema":
-        text_format["schema"] = {}
+        if forced and isinstance(text, dict):
+            text["format"] = {"type": "text"}
+        else:
+            text_format["schema"] = {}
+
+
+# The name a fuzzed Responses or Messages tool_choice is given when it names no declared tool.
+DECLARED_TOOL = "declared_tool"
+
+
+def _declared_flat_choice(body: dict[str, Any], declared: list[dict[str, Any]]) -> None:
+    """Responses' ``{"type": "function", "name"}`` and Messages' ``{"type": "tool", "name"}``
+    must name a declared tool, and Messages' ``any`` needs one: the named tool is declared
+    (as a function tool, or a client tool with an open input schema)."""
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict) or "function" in choice:
+        return
+    kind = choice.get("type")
+    if kind == "any" and not declared:
+        body["tool_choice"] = {"type": "auto"}
+    if kind not in ("function", "tool") or choice.get("name") in [t.get("name") for t in declared]:
+        return
+    choice["name"] = DECLARED_TOOL
+    tool = ({"type": "function", "name": DECLARED_TOOL} if kind == "function"
+            else {"name": DECLARED_TOOL, "input_schema": {"type": "object"}})
+    body["tools"] = [*declared, tool]
+
+
+def _history_input(path: str, body: Any) -> None:
+    """A Responses ``input`` may be left out or null (OpenAI and Open Responses require no
+    field) only when ``previous_response_id`` or a stored ``conversation`` supplies the
+    history: server state, which the fuzzer can neither name (the id is
+    ``x-mlxcel-fuzz-skip``) nor rule out (a conversation id an earlier request stored). A
+    generated body gets a text input."""
+    if "/responses" in path and isinstance(body, dict) and body.get("input") is None:
+        body["input"] = "Say hello."
 
 
 def _context_exceeded(response: Any) -> bool:
@@ -98,8 +154,54 @@ def _context_exceeded(response: Any) -> bool:
     return error.get("type") == "invalid_request_error" and "context size" in message
 
 
-# Invalid requests per valid one: robustness only, so fewer.
+# Invalid requests per valid one.
 NEGATIVE_SHARE = 3
+# The extension a profile claims when its server refuses every request its spec calls invalid.
+REFUSAL_EXTENSION = "openapi_strict"
+# Refused: any 4xx or 5xx (schemathesis' default list leaves out 408, 413 and the other 4xx).
+REFUSED = ["4xx", "5xx"]
+
+
+def _invalid_as_sent(case: schemathesis.Case, method: str, path: str) -> bool:
+    """Whether a negative case is still invalid once the fix-ups above have run: a negated
+    query, path or header is left alone by them; a JSON body is validated again."""
+    meta = case.meta
+    if meta is None:
+        return False
+    negated = [loc for loc, info in meta.components.items() if info.mode.is_negative]
+    if any(loc is not ParameterLocation.BODY for loc in negated):
+        return True
+    if not negated:
+        return False
+    if case.media_type != spec.JSON_MEDIA_TYPE:
+        return True  # multipart or raw bodies: no fix-up touches them
+    try:
+        return bool(spec.validate_request_json(method, path, case.body))
+    except (TypeError, ValueError):
+        return True  # not a JSON document at all (random bytes)
+
+
+def _summary(exc: BaseException) -> str:
+    """The failure's first line, with schemathesis' check titles (``- ST201 Schema-violating
+    request accepted``) and the invalid component when it names them."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    named = [line[2:] for line in lines if line.startswith("- ST")]
+    component = next((line for line in lines if line.startswith("Invalid component:")), None)
+    return "; ".join([*(named or lines[:1]), *([component] if component else [])])
+
+
+def _operation(target: Target, method: str, path: str, mode: GenerationMode) -> Any:
+    """The operation to fuzz in ``mode``; the invalid pass never makes the credentials invalid
+    (the suite sends its own key) and counts any 4xx or 5xx as a refusal."""
+    schema = schemathesis.openapi.from_path(str(spec.spec_path()))
+    schema.config.update(base_url=target.base_url, request_timeout=60)
+    if mode is GenerationMode.NEGATIVE:
+        schema.config.generation.update(with_security_parameters=False)
+        schema.config.checks.negative_data_rejection.expected_statuses = REFUSED
+    operation = schema.find_operation_by_label(f"{method} {path}")
+    if operation is None:
+        raise SetupError(f"{method} {path} is not in the spec")
+    return operation
 
 
 @check(
@@ -107,16 +209,16 @@ NEGATIVE_SHARE = 3
     severity=Severity.HIGH,
     description="schemathesis' checks (status codes, schemas, no 5xx on generated input)",
 )
-def run_schemathesis(target: Target, method: str, path: str, examples: int) -> None:
-    schema = schemathesis.openapi.from_path(str(spec.spec_path()))
-    schema.config.update(base_url=target.base_url, request_timeout=60)
-    operation = schema.find_operation_by_label(f"{method} {path}")
-    if operation is None:
-        raise SetupError(f"{method} {path} is not in the spec")
+def run_schemathesis(target: Target, method: str, path: str, examples: int,
+                     require_refusal: bool = False) -> None:
+    """Fuzz one operation; with ``require_refusal`` (the target claims ``REFUSAL_EXTENSION``)
+    every request still invalid as sent must be refused."""
     limits = fuzz_limits()
     headers = target.auth_headers
 
     def run(mode: GenerationMode, count: int) -> None:
+        operation = _operation(target, method, path, mode)
+
         @hypothesis.settings(
             max_examples=count,
             deadline=None,
@@ -130,6 +232,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
             clamp(case.body, limits)
             _text_only(case.body)
             _declared_choice(case.body)
+            _history_input(path, case.body)
             response = case.call(headers=headers)
             if _context_exceeded(response):
                 return  # a prompt over the context is a documented 400 no schema can rule out
@@ -139,7 +242,8 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
             if not headers:
                 # A server started without a key accepts any: auth is checked only with a key.
                 excluded.append(ignored_auth)
-            if mode is GenerationMode.NEGATIVE:
+            if mode is GenerationMode.NEGATIVE and not (
+                    require_refusal and _invalid_as_sent(case, method, path)):
                 excluded.append(negative_data_rejection)
             case.validate_response(response, headers=headers, excluded_checks=excluded)
 
@@ -156,8 +260,5 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int) -> N
         try:
             run(mode, count)
         except (AssertionError, FailureGroup) as exc:  # schemathesis' failures, reproducible
-            fail(
-                "schemathesis",
-                f"{method} {path} ({data} requests): {str(exc).strip().splitlines()[0]}",
-                details=str(exc)[:4000],
-            )
+            fail("schemathesis", f"{method} {path} ({data} requests): {_summary(exc)}",
+                 details=str(exc)[:4000])

@@ -1,4 +1,5 @@
-"""schemathesis over every operation of openapi/ (``checks/fuzzing.py``), one test each."""
+"""schemathesis over every operation of openapi/ (``checks/fuzzing.py``), one test each; the
+invalid requests must be refused where the profile claims ``openapi_strict``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 import pytest
 
 from mlxcel_conformance import spec
-from mlxcel_conformance.checks.fuzzing import run_schemathesis
+from mlxcel_conformance.checks.fuzzing import REFUSAL_EXTENSION, run_schemathesis
 from mlxcel_conformance.client import SuiteClient
+from mlxcel_conformance.profiles import Profile
 from mlxcel_conformance.surfaces import OPTIONAL_SURFACES, require_surface
 from mlxcel_conformance.target import Target
 
@@ -27,8 +29,9 @@ def _labels() -> list[Any]:
 
 
 @pytest.mark.parametrize(("method", "path"), _labels())
-def test_schemathesis(target: Target, client: SuiteClient, method: str, path: str,
-                      pytestconfig: pytest.Config) -> None:
+def test_schemathesis(target: Target, client: SuiteClient, profile: Profile, method: str,
+                      path: str, pytestconfig: pytest.Config) -> None:
     if path in OPTIONAL_SURFACES:
         require_surface(client, path)
-    run_schemathesis(target, method, path, int(pytestconfig.getoption("--fuzz-examples")))
+    run_schemathesis(target, method, path, int(pytestconfig.getoption("--fuzz-examples")),
+                     require_refusal=profile.claims_extension(REFUSAL_EXTENSION))

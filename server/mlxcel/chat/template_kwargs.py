@@ -32,20 +32,24 @@ def _object(value: Any, param: str) -> dict[str, Any]:
 
 
 def request_kwargs(top_level: Any, extra: dict[str, Any]) -> dict[str, Any]:
-    """The request's own kwargs from whichever shape it used (``extra``: the body's extra keys)."""
+    """The request's own kwargs from whichever shape it used (``extra``: the body's extra keys).
+    Every shape sent is checked, the ones precedence leaves unused included."""
+    shapes: list[dict[str, Any]] = []
     if top_level is not None:
-        return _object(top_level, "chat_template_kwargs")
+        shapes.append(_object(top_level, "chat_template_kwargs"))
     extra_body = extra.get("extra_body")
     if extra_body is not None:
         extra_body = _object(extra_body, "extra_body")
         if "chat_template_kwargs" in extra_body:
-            return _object(extra_body["chat_template_kwargs"], "extra_body.chat_template_kwargs")
+            shapes.append(_object(extra_body["chat_template_kwargs"],
+                                  "extra_body.chat_template_kwargs"))
         if "preserve_thinking" in extra_body:
-            return {"preserve_thinking": _flag(extra_body["preserve_thinking"],
-                                               "extra_body.preserve_thinking")}
+            shapes.append({"preserve_thinking": _flag(extra_body["preserve_thinking"],
+                                                      "extra_body.preserve_thinking")})
     if "preserve_thinking" in extra:
-        return {"preserve_thinking": _flag(extra["preserve_thinking"], "preserve_thinking")}
-    return {}
+        shapes.append({"preserve_thinking": _flag(extra["preserve_thinking"],
+                                                  "preserve_thinking")})
+    return shapes[0] if shapes else {}
 
 
 def _flag(value: Any, param: str) -> bool:

@@ -47,9 +47,24 @@ def _validate_tools(tools: Any) -> Tools:
             raise InvalidRequestError(f"tools[{i}].function.name must be a non-empty string.",
                                       param=f"tools.{i}.function.name")
         assert isinstance(function, dict)  # a name was found in it
-        if function.get("parameters") is not None:
-            check_parameters(function["parameters"], f"tools.{i}.function.parameters")
+        _check_function_fields(function, f"tools.{i}.function")
     return tools
+
+
+def _check_function_fields(function: dict[str, Any], param: str) -> None:
+    """OpenAI's FunctionObject: a string ``description``, an object ``parameters`` (a valid
+    JSON schema) and a boolean or null ``strict``, each when sent."""
+    if "description" in function and not isinstance(function["description"], str):
+        raise InvalidRequestError(f"{param}.description must be a string.",
+                                  param=f"{param}.description")
+    if "parameters" in function:
+        if not isinstance(function["parameters"], dict):
+            raise InvalidRequestError(f"{param}.parameters must be a JSON schema object.",
+                                      param=f"{param}.parameters")
+        check_parameters(function["parameters"], f"{param}.parameters")
+    if function.get("strict") is not None and not isinstance(function["strict"], bool):
+        raise InvalidRequestError(f"{param}.strict must be a boolean or null.",
+                                  param=f"{param}.strict")
 
 
 def validate_tools(tools: Any) -> Tools | None:

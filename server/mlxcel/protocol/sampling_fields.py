@@ -12,7 +12,7 @@ from ..chat.thinking_budget import requested_budget
 from ..config import GenerationDefaults
 from ..errors import InvalidRequestError
 from ..generation import LoopDetection, SamplingParams
-from .types import INT32_MAX, Int
+from .types import INT32_MAX, Int, Omittable
 
 
 def logit_bias_count(value: Any) -> Any:
@@ -25,7 +25,7 @@ def logit_bias_count(value: Any) -> Any:
 
 class StreamOptions(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
-    include_usage: bool | None = None
+    include_usage: Omittable[bool] = None  # a boolean in OpenAI's spec, never null
 
 
 class OpenAISamplingFields(BaseModel):
@@ -33,7 +33,9 @@ class OpenAISamplingFields(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="allow")
 
-    model: str | None = None
+    # A string wherever a public API names it (OpenAI's and Anthropic's specs); optional here,
+    # since the server serves the model it loaded, but never null.
+    model: Omittable[str] = None
     stream: bool | None = False
     stream_options: StreamOptions | None = None
     max_tokens: Int | None = Field(default=None, ge=1)

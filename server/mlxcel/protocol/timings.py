@@ -11,7 +11,7 @@ gains the four draft fields under the same condition.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,11 +62,6 @@ def request_timings(finished: Sequence[Finished] | Finished, always: bool
     total = DraftStats(drafts[0].kind, sum(d.drafted for d in drafts),
                        sum(d.accepted for d in drafts), sum(d.rounds for d in drafts))
     return {**body, **draft_fields(total)}
-
-
-def wants_timings(extra: Mapping[str, Any] | None) -> bool:
-    """Whether an OpenAI-shaped body sent llama-server's ``timings_per_token: true``."""
-    return (extra or {}).get("timings_per_token") is True
 
 
 @dataclass

@@ -7,12 +7,14 @@ previous turn); assistant ``text`` → content, ``tool_use`` → tool calls, ``t
 turn's reasoning. ``image`` blocks (base64 or url source, also inside ``tool_result``) become
 neutral image parts (chat/multimodal.py): pixels on a vision model, a 400 naming the
 limitation on a text-only one.
-Tools without ``input_schema`` (server tools) are dropped.
+Server tools (a ``type`` of their own, no ``input_schema``) are dropped; a client tool needs
+its ``input_schema``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any, Literal
 
@@ -23,7 +25,7 @@ from ...chat.multimodal import image_part
 from ...errors import InvalidRequestError
 from ...generation import Finished
 from ...protocol.sampling_fields import OpenAISamplingFields
-from ...protocol.types import Int
+from ...protocol.types import Int, Omittable
 
 
 class AnthropicMessage(BaseModel):
@@ -40,15 +42,37 @@ class AnthropicMessage(BaseModel):
         return value
 
 
+THINKING_TYPES = ("enabled", "disabled", "adaptive")
+# Anthropic's tool-name rule (its tool-use guide, "Specifying client tools").
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
 class MessagesRequest(OpenAISamplingFields):
+    """Anthropic's MessageCreateParams: none of its fields is nullable (its OpenAPI document,
+    as the SDK's generated types show), so ``null`` is a 400 here, as it is there."""
+
     max_tokens: Int = Field(ge=1)  # required here
-    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    stream: Omittable[bool] = False
+    temperature: Omittable[float] = Field(default=None, ge=0.0, le=1.0)
+    top_p: Omittable[float] = Field(default=None, ge=0.0, le=1.0)
+    top_k: Omittable[Int] = Field(default=None, ge=0)
     messages: list[AnthropicMessage] = Field(min_length=1)
-    system: str | list[dict[str, Any]] | None = None
-    stop_sequences: list[str] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: dict[str, Any] | None = None
-    thinking: dict[str, Any] | None = None
+    system: Omittable[str | list[dict[str, Any]]] = None
+    stop_sequences: Omittable[list[str]] = None
+    tools: Omittable[list[dict[str, Any]]] = None
+    tool_choice: Omittable[dict[str, Any]] = None
+    thinking: Omittable[dict[str, Any]] = None
+
+    @field_validator("thinking")
+    @classmethod
+    def _thinking_shape(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if value.get("type") not in THINKING_TYPES:
+            raise ValueError(f"thinking.type must be one of {', '.join(THINKING_TYPES)}")
+        if "budget_tokens" in value and value["budget_tokens"] is None:
+            raise ValueError("thinking.budget_tokens must be an integer")
+        return value
 
     @property
     def thinking_enabled(self) -> bool:
@@ -56,11 +80,13 @@ class MessagesRequest(OpenAISamplingFields):
 
     def thinking_budget(self) -> int | None:
         """``thinking: {"type": "enabled", "budget_tokens": N}`` is Anthropic's form of the
-        thinking budget; the OpenAI-side aliases apply when it is absent."""
+        thinking budget; the OpenAI-side aliases apply when it is absent (and are checked
+        either way)."""
+        aliases = super().thinking_budget()
         thinking = self.thinking or {}
         budget = thinking.get("budget_tokens")
         if thinking.get("type") != "enabled" or budget is None:
-            return super().thinking_budget()
+            return aliases
         if isinstance(budget, float) and budget.is_integer():
             budget = int(budget)  # JSON Schema's integer admits 3.0
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
@@ -82,11 +108,11 @@ class MessagesRequest(OpenAISamplingFields):
 
 class CountTokensRequest(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
-    model: str | None = None
+    model: Omittable[str] = None
     messages: list[AnthropicMessage] = Field(min_length=1)
-    system: str | list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: dict[str, Any] | None = None
+    system: Omittable[str | list[dict[str, Any]]] = None
+    tools: Omittable[list[dict[str, Any]]] = None
+    tool_choice: Omittable[dict[str, Any]] = None
 
 
 def _bad(message: str, param: str) -> InvalidRequestError:
@@ -116,6 +142,8 @@ def _parts_of(blocks: str | list[Any], param: str, *, images: bool) -> list[dict
 def _block_part(block: Any, param: str, images: bool) -> dict[str, Any]:
     kind = block.get("type") if isinstance(block, dict) else None
     if kind == "text" and isinstance(block.get("text"), str):
+        if block.get("citations") is not None and not isinstance(block["citations"], list):
+            raise _bad(f"{param}.citations must be an array or null.", f"{param}.citations")
         return {"type": "text", "text": block["text"]}
     if kind == "image" and images:
         return _image_of(block, param)
@@ -202,19 +230,16 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     (no ``input_schema``) are dropped: nothing here can run them."""
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(request.tools or []):
-        if "input_schema" not in tool:
-            continue
-        if not isinstance(tool.get("name"), str):
-            raise _bad(f"tools.{i}.name must be a string.", f"tools.{i}.name")
-        function: dict[str, Any] = {"name": tool["name"], "parameters": tool["input_schema"]}
-        if isinstance(tool.get("description"), str):
-            function["description"] = tool["description"]
-        tools.append({"type": "function", "function": function})
-    choice = request.tool_choice or {"type": "auto"}
+        if tool.get("type") not in (None, "custom"):
+            continue  # a server tool (its own type, no input_schema)
+        tools.append({"type": "function", "function": _client_tool(tool, f"tools.{i}")})
+    choice = request.tool_choice if request.tool_choice is not None else {"type": "auto"}
     kind = choice.get("type")
     if kind == "none":
         return None
     if kind == "tool":
+        if not isinstance(choice.get("name"), str):
+            raise _bad("tool_choice.name must be a string.", "tool_choice.name")
         named = [t for t in tools if t["function"]["name"] == choice.get("name")]
         if not named:
             raise _bad(f"tool_choice names tool {choice.get('name')!r}, which is not in tools.",
@@ -223,6 +248,23 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     if kind not in ("auto", "any"):
         raise _bad("tool_choice.type must be one of auto, any, tool, none.", "tool_choice.type")
     return tools or None
+
+
+def _client_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
+    """A client tool (Anthropic's ToolParam: a string ``name`` and ``description``, an object
+    ``input_schema``) as a chat function."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        raise _bad(f"{param}.name must match ^[a-zA-Z0-9_-]{{1,64}}$.", f"{param}.name")
+    if not isinstance(tool.get("input_schema"), dict):
+        raise _bad(f"{param}.input_schema must be an object (a JSON schema).",
+                   f"{param}.input_schema")
+    function: dict[str, Any] = {"name": tool["name"], "parameters": tool["input_schema"]}
+    if "description" in tool:
+        if not isinstance(tool["description"], str):
+            raise _bad(f"{param}.description must be a string.", f"{param}.description")
+        function["description"] = tool["description"]
+    return function
 
 
 def forced_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:

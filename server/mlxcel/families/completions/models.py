@@ -14,8 +14,12 @@ from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ...protocol.completion_fields import finish_reason_of, new_id
 from ...protocol.sampling_fields import OpenAISamplingFields
-from ...protocol.types import Int
-from ...structured.response_format import is_constraining, response_format_factories
+from ...protocol.types import Int, Omittable
+from ...structured.response_format import (
+    check_response_format,
+    is_constraining,
+    response_format_factories,
+)
 from ...structured.user_grammar import extra_grammar_factories
 
 PromptField = str | list[str] | list[Int] | list[list[Int]]
@@ -27,7 +31,9 @@ class CompletionRequest(OpenAISamplingFields):
     suffix: str | None = None
     logprobs: Int | None = Field(default=None, ge=0, le=20)
     best_of: Int | None = Field(default=None, ge=1)
-    response_format: dict[str, Any] | None = None
+    user: Omittable[str] = None  # a string in OpenAI's spec, never null
+    response_format: Omittable[dict[str, Any]] = None
+    timings_per_token: bool | None = None  # llama-server's flag (its README: a boolean)
 
 
 MAX_PROMPTS = 16
@@ -66,6 +72,7 @@ def to_generation_requests(
 ) -> list[GenerationRequest]:
     """One engine request per prompt; their choices come back with index = prompt position."""
     request.check_n()
+    check_response_format(request.response_format)
     if request.suffix:
         raise InvalidRequestError("suffix is not supported by this server.", param="suffix")
     if request.best_of is not None and request.best_of > 1:

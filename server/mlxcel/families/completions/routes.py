@@ -17,7 +17,7 @@ from ...engine.handle import RequestHandle
 from ...engine.model import LoadedModel
 from ...generation import Finished
 from ...protocol.mlx_lm_fields import check_model_fields
-from ...protocol.timings import TimingsClock, request_timings, wants_timings
+from ...protocol.timings import TimingsClock, request_timings
 from ...sse import data_event, sse_response
 from .models import (
     CompletionChunkEncoder,
@@ -58,7 +58,7 @@ async def create_completion(request: Request) -> Response:
             handle.cancel()  # the client left (or one prompt failed): drop the rest
     payload = completion_body(gens[0].request_id, state.model_name, FINGERPRINT, choices)
     timings = request_timings([finished for _, finished, _ in choices],
-                              wants_timings(body.model_extra))
+                              bool(body.timings_per_token))
     if timings is not None:
         payload["timings"] = timings
     return JSONResponse(payload)
@@ -73,7 +73,7 @@ async def _stream(
 ) -> AsyncIterator[str]:
     encoder = CompletionChunkEncoder(handles[0].request.request_id, model_name, FINGERPRINT)
     finished: list[Finished] = []
-    per_token = wants_timings(body.model_extra)  # llama-server's timings_per_token
+    per_token = bool(body.timings_per_token)  # llama-server's timings_per_token
     try:
         for index, (handle, echo) in enumerate(zip(handles, echoes, strict=True)):
             if echo:

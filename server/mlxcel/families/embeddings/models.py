@@ -7,12 +7,12 @@ import base64
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...embedding.model import EncoderModel
 from ...embedding.pooling import Pooling, normalize, pool
 from ...errors import ContextLengthExceeded, InvalidRequestError
-from ...protocol.types import Int
+from ...protocol.types import Int, Omittable
 
 EmbeddingInput = str | list[str] | list[Int] | list[list[Int]]
 MAX_INPUTS = 256
@@ -23,19 +23,28 @@ class EmbeddingsRequest(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="allow")
     input: EmbeddingInput
-    model: str | None = None
-    encoding_format: Literal["float", "base64"] | None = None
+    # OpenAI's CreateEmbeddingRequest types these without null.
+    model: Omittable[str] = None
+    encoding_format: Omittable[Literal["float", "base64"]] = None
     dimensions: Int | None = Field(default=None, ge=1)
-    user: str | None = None
+    user: Omittable[str] = None
 
 
 class NativeEmbeddingRequest(BaseModel):
     """``POST /embedding`` and ``/embeddings`` (llama-server): ``content`` or ``input``."""
 
     model_config = ConfigDict(strict=True, extra="allow")
-    content: EmbeddingInput | None = None
-    input: EmbeddingInput | None = None
-    embd_normalize: Int | None = Field(default=None, ge=-1)
+    content: Omittable[EmbeddingInput] = None
+    input: Omittable[EmbeddingInput] = None
+    embd_normalize: Omittable[Int] = Field(default=None, ge=-1)
+
+    @field_validator("content", "input")
+    @classmethod
+    def _not_empty(cls, value: EmbeddingInput | None) -> EmbeddingInput | None:
+        # checked for both fields, the one ``content`` shadows included
+        if value is not None and not value:
+            raise ValueError("must not be empty")
+        return value
 
     def inputs(self) -> EmbeddingInput:
         value = self.content if self.content is not None else self.input

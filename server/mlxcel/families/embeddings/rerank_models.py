@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...embedding.model import EncoderModel
 from ...errors import ContextLengthExceeded, InvalidRequestError
-from ...protocol.types import Int
+from ...protocol.types import Int, Omittable
 
 MAX_DOCUMENTS = 256
 
@@ -23,13 +23,14 @@ class DocumentObject(BaseModel):
 class RerankRequest(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
     query: str
-    documents: list[str | DocumentObject] | None = None
-    texts: list[str] | None = None
-    top_n: Int | None = Field(default=None, ge=1)
-    return_documents: bool | None = None
-    return_text: bool | None = None
-    raw_scores: bool | None = None
-    model: str | None = None
+    # Jina's and Cohere's rerank APIs and TEI's /rerank type these without null.
+    documents: Omittable[list[str | DocumentObject]] = None
+    texts: Omittable[list[str]] = None
+    top_n: Omittable[Int] = Field(default=None, ge=1)
+    return_documents: Omittable[bool] = None
+    return_text: Omittable[bool] = None
+    raw_scores: Omittable[bool] = None
+    model: Omittable[str] = None
 
     @property
     def tei(self) -> bool:

@@ -24,7 +24,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import InvalidRequestError
-from ...protocol.types import Int
+from ...protocol.types import Int, Omittable
 
 MAX_N = 10
 MAX_SEED = 2**32 - 1
@@ -52,12 +52,16 @@ class ImageRequest(BaseModel):
     num_inference_steps: Int = Field(default=DEFAULT_STEPS, ge=1, le=MAX_STEPS)
     background: Literal["auto", "opaque"] | None = None
     stream: Literal[False] | None = None
-    user: str | None = None
+    # accepted with no effect; nullable strings in OpenAI's CreateImageRequest
+    quality: str | None = None
+    style: str | None = None
+    moderation: str | None = None
+    user: Omittable[str] = None  # a string in OpenAI's spec, never null
 
 
 class ImageReference(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
-    image_url: str | None = None
+    image_url: Omittable[str] = None
     file_id: str | None = None
 
 

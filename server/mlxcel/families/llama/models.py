@@ -136,7 +136,11 @@ def _object_prompt(item: Any) -> Any:
     if not isinstance(text, str):
         raise InvalidRequestError("a prompt object needs a prompt_string string.",
                                   param="prompt")
-    if item.get("multimodal_data"):
+    media = item.get("multimodal_data", [])
+    if not isinstance(media, list):  # llama-server's README: an array of base64 strings
+        raise InvalidRequestError("a prompt object's multimodal_data must be an array.",
+                                  param="prompt")
+    if media:
         raise InvalidRequestError("multimodal_data is not supported on /completion.",
                                   param="prompt")
     return text

@@ -1,5 +1,6 @@
 """POST /apply-template: the chat template applied to ``messages``, as text, without inference
-(llama-server's shape: ``{"prompt": "..."}``, generation prompt appended).
+(llama-server's shape: ``{"prompt": "..."}``, generation prompt appended). The body is checked
+as the chat route checks it (llama-server runs its chat parser here too): the same 400s.
 
 ``chat_template_kwargs`` are template variables, as on the chat route: a request cannot supply
 the template itself (``chat_template`` and the other reserved keys are dropped), so it cannot
@@ -17,17 +18,20 @@ from jinja2 import TemplateError
 from ...api.offload import json_response, parse_request
 from ...api.state import app_state
 from ...chat.template import template_variables
+from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
-from .models import ChatCompletionRequest, template_messages
+from .models import ChatCompletionRequest, check_chat_request, template_messages
 
 router = APIRouter()
 
 
-def _rendered(model: LoadedModel, body: ChatCompletionRequest) -> dict[str, Any]:
+def _rendered(model: LoadedModel, body: ChatCompletionRequest,
+              defaults: GenerationDefaults) -> dict[str, Any]:
     messages = template_messages(body)
     if model.chat_template is None:
         raise InvalidRequestError("The loaded model has no chat template.")
+    check_chat_request(body, model, defaults)
     try:
         text = model.tokenizer.apply_chat_template(
             messages,
@@ -50,4 +54,4 @@ def _rendered(model: LoadedModel, body: ChatCompletionRequest) -> dict[str, Any]
 async def apply_template(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, ChatCompletionRequest)
-    return await json_response(_rendered, state.require_model(), body)
+    return await json_response(_rendered, state.require_model(), body, state.config.defaults)

@@ -32,8 +32,12 @@ from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, LogitsProcessorFactory
 from ...protocol.completion_fields import new_id
 from ...protocol.sampling_fields import OpenAISamplingFields
-from ...protocol.types import Int
-from ...structured.response_format import is_constraining, response_format_factories
+from ...protocol.types import Int, Omittable
+from ...structured.response_format import (
+    check_response_format,
+    is_constraining,
+    response_format_factories,
+)
 from ...structured.user_grammar import extra_grammar_factories
 
 MEDIA_PART_TYPES = ("image_url", "input_image", "video_url", "input_audio")
@@ -42,16 +46,42 @@ MEDIA_PART_TYPES = ("image_url", "input_image", "video_url", "input_audio")
 class ContentPart(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
     type: str
-    text: str | None = None
+    text: Omittable[str] = None  # media parts have none; a text part's is a string
+
+
+class ChatFunctionCall(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    name: str
+    arguments: str  # a JSON text, as OpenAI's ChatCompletionMessageToolCall has it
+
+
+class ChatToolCall(BaseModel):
+    """An assistant message's tool call, as OpenAI's spec requires it (id, type, function)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    id: str
+    type: Literal["function"]
+    function: ChatFunctionCall
 
 
 class ChatMessage(BaseModel):
+    """One message. OpenAI's spec types ``name``, ``tool_calls`` and ``tool_call_id`` without
+    null and gives a content array at least one part; ``content`` itself may be null (an
+    assistant message with tool calls, checked in ``template_messages``)."""
+
     model_config = ConfigDict(strict=True, extra="allow")
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[ContentPart] | None = None
-    name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
+    name: Omittable[str] = None
+    tool_calls: Omittable[list[ChatToolCall]] = None
+    tool_call_id: Omittable[str] = None
+
+    @field_validator("content")
+    @classmethod
+    def _parts(cls, value: str | list[ContentPart] | None) -> str | list[ContentPart] | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("a content array needs at least one part")
+        return value
 
 
 class ChatCompletionRequest(OpenAISamplingFields):
@@ -62,10 +92,16 @@ class ChatCompletionRequest(OpenAISamplingFields):
     top_logprobs: Int | None = Field(default=None, ge=0, le=20)
     # mlx-lm's prompt prefixes for a model without a chat template.
     role_mapping: dict[str, str] | None = None
-    tools: Any = None
-    tool_choice: Any = None
-    response_format: dict[str, Any] | None = None
-    chat_template_kwargs: Any = None
+    user: Omittable[str] = None
+    # OpenAI types these without null; their shapes are checked where they are read.
+    tools: Omittable[Any] = None
+    tool_choice: Omittable[Any] = None
+    response_format: Omittable[dict[str, Any]] = None
+    chat_template_kwargs: Omittable[Any] = None
+    # llama-server's flags on its OpenAI routes (its README: booleans).
+    add_generation_prompt: bool | None = None
+    return_progress: bool | None = None
+    timings_per_token: bool | None = None
 
     @field_validator("logprobs")
     @classmethod
@@ -134,10 +170,12 @@ def template_messages(request: ChatCompletionRequest) -> list[dict[str, Any]]:
             "role": "system" if msg.role == "developer" else msg.role,
             "content": content or "",
         }
-        for key in ("name", "tool_calls", "tool_call_id"):
+        for key in ("name", "tool_call_id"):
             value = getattr(msg, key)
             if value is not None:
                 item[key] = value
+        if msg.tool_calls is not None:
+            item["tool_calls"] = [call.model_dump(exclude_unset=True) for call in msg.tool_calls]
         extra = msg.model_extra or {}
         if "reasoning_content" in extra:
             item["reasoning_content"] = extra["reasoning_content"]
@@ -189,6 +227,27 @@ def _constraints(
     return response_format_factories(model, request.response_format)
 
 
+def _limit(request: ChatCompletionRequest, defaults: GenerationDefaults) -> int:
+    return request.max_completion_tokens or request.max_tokens or defaults.n_predict
+
+
+def check_chat_request(request: ChatCompletionRequest, model: LoadedModel,
+                       defaults: GenerationDefaults) -> None:
+    """Every 400 ``to_chat_setup`` gives a body, without rendering its prompt: for a route that
+    reads a chat body and generates nothing (``/apply-template``, as llama-server parses it
+    with its chat route's parser: ``n`` above 1 included)."""
+    request.check_n()
+    check_response_format(request.response_format)
+    plan = plan_tools(request.tools, request.tool_choice)
+    fmt = tool_format_of(model) if plan.tools else None
+    _constraints(request, model, plan, fmt, _limit(request, defaults))
+    _template_kwargs(request, {})
+    continued_field((request.model_extra or {}).get("continue_final_message"),
+                    request.add_generation_prompt)
+    request.thinking_budget()
+    request.sampling(defaults)
+
+
 def to_chat_setup(
     request: ChatCompletionRequest,
     model: LoadedModel,
@@ -197,9 +256,10 @@ def to_chat_setup(
     prefill_assistant: bool = False,
 ) -> ChatSetup:
     request.check_n()
+    check_response_format(request.response_format)
     plan = plan_tools(request.tools, request.tool_choice)
     fmt = tool_format_of(model) if plan.tools else None
-    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
+    limit = _limit(request, defaults)
     factories = _constraints(request, model, plan, fmt, limit)
     kwargs = _template_kwargs(request, server_template_kwargs or {})
     markers = reasoning_markers(model)
@@ -209,7 +269,7 @@ def to_chat_setup(
     messages = place_instruction(messages, plan.instruction)
     extra = request.model_extra or {}
     continued = continued_field(extra.get("continue_final_message"),
-                                extra.get("add_generation_prompt"))
+                                request.add_generation_prompt)
     if continued is None and prefill_assistant:
         continued = prefilled_field(messages)  # llama-server's --prefill-assistant
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,

@@ -22,7 +22,7 @@ from ...engine.handle import RequestHandle
 from ...generation import Finished, PromptProgress
 from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
-from ...protocol.timings import TimingsClock, request_timings, wants_timings
+from ...protocol.timings import TimingsClock, request_timings
 from ...sse import data_event, sse_response
 from .models import ChatCompletionRequest, ChatSetup, to_chat_setup
 from .render import (
@@ -76,7 +76,7 @@ async def create_chat_completion(request: Request) -> Response:
     if adapter is not None:
         setup = dataclasses.replace(
             setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
-    if body.stream and (body.model_extra or {}).get("return_progress") is True:
+    if body.stream and body.return_progress:
         # llama-server's return_progress (its web UI asks for it on this route).
         setup = dataclasses.replace(
             setup, generation=dataclasses.replace(setup.generation, report_progress=True))
@@ -93,7 +93,7 @@ async def create_chat_completion(request: Request) -> Response:
     output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs,
                         count_tokens(parser.reasoning))
     payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
-    timings = request_timings(done.finished, wants_timings(body.model_extra))
+    timings = request_timings(done.finished, bool(body.timings_per_token))
     if timings is not None:
         payload["timings"] = timings
     return JSONResponse(payload)
@@ -113,7 +113,7 @@ async def _stream(
     want_logprobs = body.wants_logprobs()
     # llama-server's timings_per_token: the timings so far on every chunk with tokens.
     clock = TimingsClock(len(handle.request.prompt_tokens)) \
-        if wants_timings(body.model_extra) else None
+        if body.timings_per_token else None
     started = time.perf_counter()
     yield data_event(encoder.role())
     async for batch in stream_batches_with_progress(handle):

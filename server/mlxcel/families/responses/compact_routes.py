@@ -23,7 +23,7 @@ from ...chat.output import output_setup, read_output
 from ...chat.template import render_chat, render_chat_prompt
 from ...engine.model import LoadedModel
 from ...errors import ContextLengthExceeded, InvalidRequestError
-from ...protocol.types import Int
+from ...protocol.types import Int, Omittable
 from .compaction import (
     KEEP_TOKENS_CAP,
     MAX_SUMMARY_TOKENS,
@@ -44,8 +44,8 @@ router = APIRouter()
 
 
 class CompactRequest(ResponsesRequest):
-    keep_tokens: Int | None = Field(default=None, gt=0)
-    max_output_tokens: Int | None = Field(default=None, ge=1, le=MAX_SUMMARY_TOKENS)
+    keep_tokens: Omittable[Int] = Field(default=None, gt=0)
+    max_output_tokens: Omittable[Int] = Field(default=None, ge=1, le=MAX_SUMMARY_TOKENS)
 
 
 @dataclass

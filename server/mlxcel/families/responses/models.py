@@ -30,6 +30,9 @@ BUILTIN_TOOLS = frozenset({
 
 
 class ResponsesRequest(OpenAISamplingFields):
+    # Nullable in the Open Responses specification (CreateResponseBody), as are tools,
+    # tool_choice and text: null reads as absent.
+    model: str | None = None
     input: str | list[Any] | None = None
     instructions: str | None = None
     max_output_tokens: Int | None = Field(default=None, ge=1)
@@ -69,16 +72,55 @@ def check_unsupported(request: ResponsesRequest) -> None:
             f"truncation {request.truncation!r} is not supported; only 'disabled' is.",
             param="truncation",
         )
-    fmt = ((request.text or {}).get("format") or {}).get("type", "text")
-    if fmt not in ("text", "json_schema"):
-        raise InvalidRequestError(
-            f"text.format type {str(fmt)[:40]!r} is not supported; use 'text' or 'json_schema'.",
-            param="text.format")
+    check_text_format(request.text)
     if request.previous_response_id is not None and request.conversation is not None:
         raise InvalidRequestError(
             "previous_response_id and conversation cannot be used together.",
             param="previous_response_id",
         )
+
+
+def check_text_format(text: dict[str, Any] | None) -> None:
+    """``text.format``: null or an object whose ``type`` (default ``text``) is text or
+    json_schema (Open Responses' TextParam; json_object is not served); a json_schema one has
+    an object ``schema``, a string ``name`` and a boolean or null ``strict`` when sent."""
+    fmt = (text or {}).get("format")
+    if fmt is None:
+        return
+    if not isinstance(fmt, dict) or not isinstance(fmt.get("type", "text"), str):
+        raise InvalidRequestError("text.format must be an object with a string type.",
+                                  param="text.format")
+    fmt = {"type": "text", **fmt}
+    if fmt["type"] not in ("text", "json_schema"):
+        raise InvalidRequestError(
+            f"text.format type {fmt['type'][:40]!r} is not supported; use 'text' or "
+            "'json_schema'.", param="text.format")
+    if fmt["type"] == "text":
+        return
+    if not isinstance(fmt.get("schema"), dict):
+        raise InvalidRequestError("text.format.schema must be a JSON schema object.",
+                                  param="text.format.schema")
+    if "name" in fmt and not isinstance(fmt["name"], str):
+        raise InvalidRequestError("text.format.name must be a string.", param="text.format.name")
+    if fmt.get("strict") is not None and not isinstance(fmt["strict"], bool):
+        raise InvalidRequestError("text.format.strict must be a boolean or null.",
+                                  param="text.format.strict")
+
+
+def _function_tool(tool: dict[str, Any], i: int) -> dict[str, Any]:
+    """A Responses function tool (OpenAI's FunctionTool: description and parameters may be
+    null) in the chat shape."""
+    if not isinstance(tool.get("name"), str):
+        raise InvalidRequestError(f"tools[{i}].name must be a string.", param=f"tools.{i}.name")
+    for key, kind, what in (("description", str, "a string"),
+                            ("parameters", dict, "a JSON schema object"),
+                            ("strict", bool, "a boolean")):
+        if tool.get(key) is not None and not isinstance(tool[key], kind):
+            raise InvalidRequestError(f"tools[{i}].{key} must be {what} or null.",
+                                      param=f"tools.{i}.{key}")
+    function = {k: tool[k] for k in ("name", "description", "parameters")
+                if tool.get(k) is not None}
+    return {"type": "function", "function": function}
 
 
 def chat_tools(request: ResponsesRequest) -> list[dict[str, Any]] | None:
@@ -87,17 +129,16 @@ def chat_tools(request: ResponsesRequest) -> list[dict[str, Any]] | None:
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(request.tools or []):
         kind = tool.get("type")
+        if not isinstance(kind, str):
+            raise InvalidRequestError(f"tools[{i}].type must be a string.",
+                                      param=f"tools.{i}.type")
         if kind != "function":
             what = "built-in tool" if kind in BUILTIN_TOOLS else "tool type"
             raise InvalidRequestError(
-                f"tools[{i}]: {what} {kind!r} is not supported; only function tools are.",
+                f"tools[{i}]: {what} {kind[:40]!r} is not supported; only function tools are.",
                 param=f"tools.{i}.type",
             )
-        if not isinstance(tool.get("name"), str):
-            raise InvalidRequestError(f"tools[{i}].name must be a string.",
-                                      param=f"tools.{i}.name")
-        function = {k: tool[k] for k in ("name", "description", "parameters") if k in tool}
-        tools.append({"type": "function", "function": function})
+        tools.append(_function_tool(tool, i))
     return _narrow(tools, request.tool_choice)
 
 
@@ -122,8 +163,8 @@ def _narrow(tools: list[dict[str, Any]], choice: str | dict[str, Any] | None) ->
 
 def response_format_of(request: ResponsesRequest) -> dict[str, Any] | None:
     """``text.format`` in the chat ``response_format`` shape (Responses flattens the wrapper)."""
-    fmt = (request.text or {}).get("format") or {}
-    if fmt.get("type") != "json_schema":
+    fmt = (request.text or {}).get("format")
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
         return None
     wrapper = {k: fmt[k] for k in ("name", "schema", "strict") if k in fmt}
     return {"type": "json_schema", "json_schema": wrapper}

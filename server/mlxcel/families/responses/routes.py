@@ -15,7 +15,7 @@ from ...chat.output import read_output
 from ...errors import InvalidRequestError, NotFoundError
 from ...responses_store import ResponsesStores, StoredResponse
 from ...sse import sse_response
-from .compact_routes import apply_context_management
+from .compact_routes import apply_context_management, compaction_threshold
 from .models import (
     ResponsesRequest,
     finish_body,
@@ -90,6 +90,7 @@ async def cancel_response(request: Request, response_id: str) -> Response:
 async def count_input_tokens(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, ResponsesRequest)
+    compaction_threshold(body)  # checked as on /v1/responses; the count is before compaction
     model = state.require_model()
     turn = await prepare_prompt(model, prepare, body, model, stores_of(request),
                                 state.config.defaults.n_predict)
