@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mlxcel.errors import InvalidRequestError, RequestTooLarge
 from mlxcel.families.completions.models import CompletionRequest
 from mlxcel.protocol.body import parse_body, parse_json_object, validate_model
-from mlxcel.protocol.types import Int
+from mlxcel.protocol.types import Int, Omittable
 
 
 class Inner(BaseModel):
@@ -159,3 +159,17 @@ def test_validator_value_error_is_a_400() -> None:
         validate_model(Limited, {"stop": ["a", "b"]})
     assert info.value.status == 400
     assert "too many stops" in info.value.message
+
+
+class NoNull(BaseModel):
+    model_config = ConfigDict(strict=True)
+    user: Omittable[str] = None
+
+
+def test_a_validator_message_is_given_in_its_own_words() -> None:
+    """A field validator's ValueError reads as written, without pydantic's "Value error, "."""
+    error = rejected(b'{"user": null}', NoNull)
+    assert error.param == "user"
+    assert error.message == (
+        "Invalid value for 'user': null is not allowed here; leave the field out instead."
+    )

@@ -78,6 +78,9 @@ def _describe(exc: ValidationError, data: dict[str, Any]) -> tuple[str, str | No
     missing = first.get("type") == "missing"
     param = ".".join(_field_path(first.get("loc", ()), data, missing)) or None
     msg = first.get("msg", "invalid value")
+    error = (first.get("ctx") or {}).get("error")
+    if first.get("type") == "value_error" and error is not None:
+        msg = str(error).rstrip(".")  # the validator's own words, without pydantic's prefix
     if missing:
         return (f"Missing required parameter: '{param}'.", param)
     where = f"'{param}'" if param else "the request"
