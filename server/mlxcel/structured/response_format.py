@@ -47,7 +47,7 @@ def check_response_format(response_format: Any) -> None:
 
 
 def _schema_of(response_format: dict[str, Any]) -> dict[str, Any]:
-    check_response_format(response_format)
+    """A json_schema format's schema (``check_response_format`` has passed it), bounded."""
     schema: dict[str, Any] = response_format["json_schema"]["schema"]
     check_schema_limits(schema, f"{PARAM}.json_schema.schema")
     return schema

@@ -227,8 +227,31 @@ def _constraints(
     return response_format_factories(model, request.response_format)
 
 
-def _limit(request: ChatCompletionRequest, defaults: GenerationDefaults) -> int:
-    return request.max_completion_tokens or request.max_tokens or defaults.n_predict
+@dataclass(frozen=True)
+class _Checked:
+    """What the checks every chat body passes leave behind (tools, limit, constraints)."""
+
+    plan: ToolPlan
+    fmt: ToolFormat | None
+    limit: int
+    factories: tuple[LogitsProcessorFactory, ...]
+    kwargs: dict[str, Any]
+
+
+def _checked(request: ChatCompletionRequest, model: LoadedModel, defaults: GenerationDefaults,
+             server_template_kwargs: dict[str, Any]) -> _Checked:
+    request.check_n()
+    check_response_format(request.response_format)
+    plan = plan_tools(request.tools, request.tool_choice)
+    fmt = tool_format_of(model) if plan.tools else None
+    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
+    factories = _constraints(request, model, plan, fmt, limit)
+    return _Checked(plan, fmt, limit, factories, _template_kwargs(request, server_template_kwargs))
+
+
+def _continued(request: ChatCompletionRequest) -> Any:
+    return continued_field((request.model_extra or {}).get("continue_final_message"),
+                           request.add_generation_prompt)
 
 
 def check_chat_request(request: ChatCompletionRequest, model: LoadedModel,
@@ -236,14 +259,8 @@ def check_chat_request(request: ChatCompletionRequest, model: LoadedModel,
     """Every 400 ``to_chat_setup`` gives a body, without rendering its prompt: for a route that
     reads a chat body and generates nothing (``/apply-template``, as llama-server parses it
     with its chat route's parser: ``n`` above 1 included)."""
-    request.check_n()
-    check_response_format(request.response_format)
-    plan = plan_tools(request.tools, request.tool_choice)
-    fmt = tool_format_of(model) if plan.tools else None
-    _constraints(request, model, plan, fmt, _limit(request, defaults))
-    _template_kwargs(request, {})
-    continued_field((request.model_extra or {}).get("continue_final_message"),
-                    request.add_generation_prompt)
+    _checked(request, model, defaults, {})
+    _continued(request)
     request.thinking_budget()
     request.sampling(defaults)
 
@@ -255,21 +272,14 @@ def to_chat_setup(
     server_template_kwargs: dict[str, Any] | None = None,
     prefill_assistant: bool = False,
 ) -> ChatSetup:
-    request.check_n()
-    check_response_format(request.response_format)
-    plan = plan_tools(request.tools, request.tool_choice)
-    fmt = tool_format_of(model) if plan.tools else None
-    limit = _limit(request, defaults)
-    factories = _constraints(request, model, plan, fmt, limit)
-    kwargs = _template_kwargs(request, server_template_kwargs or {})
+    checked = _checked(request, model, defaults, server_template_kwargs or {})
+    plan, kwargs = checked.plan, checked.kwargs
     markers = reasoning_markers(model)
     messages = apply_rolling_checkpoint(
         template_messages(request), markers, bool(kwargs.get("preserve_thinking"))
     )
     messages = place_instruction(messages, plan.instruction)
-    extra = request.model_extra or {}
-    continued = continued_field(extra.get("continue_final_message"),
-                                request.add_generation_prompt)
+    continued = _continued(request)
     if continued is None and prefill_assistant:
         continued = prefilled_field(messages)  # llama-server's --prefill-assistant
     prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
@@ -277,11 +287,10 @@ def to_chat_setup(
     sampling = request.sampling(defaults)
     opens = prompt_opens_reasoning(prompt.text, markers)
     budget = budget_factory(model, request.thinking_budget(), opens, markers)
-    if budget is not None:
-        factories = (budget, *factories)
+    factories = checked.factories if budget is None else (budget, *checked.factories)
     generation = GenerationRequest(
         prompt_tokens=tuple(prompt.tokens),
-        max_tokens=limit,
+        max_tokens=checked.limit,
         sampling=sampling,
         stop=request.stop_strings(),
         logprobs=request.wants_logprobs(),
@@ -291,7 +300,7 @@ def to_chat_setup(
         request_id=new_id("chatcmpl-"),
         vision=prompt.vision,
     )
-    return ChatSetup(generation, fmt, plan.tools, markers, opens, plan.required)
+    return ChatSetup(generation, checked.fmt, plan.tools, markers, opens, plan.required)
 
 
 def usage_of(finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:
