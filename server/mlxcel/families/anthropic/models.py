@@ -18,14 +18,16 @@ import re
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ... import limits
 from ...chat.multimodal import image_part
+from ...config import GenerationDefaults
 from ...errors import InvalidRequestError
-from ...generation import Finished
+from ...generation import Finished, SamplingParams
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int, Omittable
+from .foreign_fields import foreign_fields, refuse_foreign
 
 
 class AnthropicMessage(BaseModel):
@@ -47,10 +49,15 @@ THINKING_TYPES = ("enabled", "disabled", "adaptive")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
-class MessagesRequest(OpenAISamplingFields):
+class MessagesRequest(BaseModel):
     """Anthropic's MessageCreateParams: none of its fields is nullable (its OpenAPI document,
-    as the SDK's generated types show), so ``null`` is a 400 here, as it is there."""
+    as the SDK's generated types show), so ``null`` is a 400 here, as it is there. It holds
+    Anthropic's fields only: another family's field is a 400 naming it (``foreign_fields.py``),
+    and Anthropic's own fields the server does not implement are accepted and ignored."""
 
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    model: Omittable[str] = None
     max_tokens: Int = Field(ge=1)  # required here
     stream: Omittable[bool] = False
     temperature: Omittable[float] = Field(default=None, ge=0.0, le=1.0)
@@ -62,6 +69,13 @@ class MessagesRequest(OpenAISamplingFields):
     tools: Omittable[list[dict[str, Any]]] = None
     tool_choice: Omittable[dict[str, Any]] = None
     thinking: Omittable[dict[str, Any]] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_fields_only(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            refuse_foreign(data, FOREIGN_FIELDS)
+        return data
 
     @field_validator("thinking")
     @classmethod
@@ -80,19 +94,24 @@ class MessagesRequest(OpenAISamplingFields):
 
     def thinking_budget(self) -> int | None:
         """``thinking: {"type": "enabled", "budget_tokens": N}`` is Anthropic's form of the
-        thinking budget; the OpenAI-side aliases apply when it is absent (and are checked
-        either way)."""
-        aliases = super().thinking_budget()
+        thinking budget (the only one here: the OpenAI routes' aliases are foreign fields)."""
         thinking = self.thinking or {}
         budget = thinking.get("budget_tokens")
         if thinking.get("type") != "enabled" or budget is None:
-            return aliases
+            return None
         if isinstance(budget, float) and budget.is_integer():
             budget = int(budget)  # JSON Schema's integer admits 3.0
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidRequestError("thinking.budget_tokens must be a non-negative integer.",
                                       param="thinking.budget_tokens")
         return budget
+
+    def sampling(self, defaults: GenerationDefaults) -> SamplingParams:
+        """Anthropic's three sampling fields over the server defaults, resolved as the OpenAI
+        routes resolve theirs (one place decides what a default means)."""
+        own = OpenAISamplingFields(temperature=self.temperature, top_p=self.top_p,
+                                   top_k=self.top_k)
+        return own.sampling(defaults)
 
     def stop_strings(self) -> tuple[str, ...]:
         return tuple(self.stop_sequences or ())
@@ -104,6 +123,10 @@ class MessagesRequest(OpenAISamplingFields):
         if problem:
             raise ValueError(problem)
         return value
+
+
+# Decided once the model's own fields are known.
+FOREIGN_FIELDS = foreign_fields(MessagesRequest.model_fields)
 
 
 class CountTokensRequest(BaseModel):
