@@ -84,6 +84,11 @@ class ChatOutputParser:
     def reasoning(self) -> str | None:
         return None if self._reasoning_parts is None else "".join(self._reasoning_parts)
 
+    @property
+    def in_reasoning(self) -> bool:
+        """Inside a reasoning block: what is fed now (its close marker included) is reasoning."""
+        return self._state is _State.REASONING
+
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Piece]:
         self._buf += text
