@@ -329,21 +329,32 @@ def stop_reason(finished: Finished, has_calls: bool) -> tuple[str, str | None]:
     return "end_turn", None
 
 
-def usage_of(input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    """A message's ``usage`` with every key Anthropic's API sends, set to what it sends where
-    the value has no meaning here: no prompt caching on Anthropic's terms (zeros), the
-    ``standard`` tier, ``not_available`` geography, no server tools."""
+def usage_of(input_tokens: int, output_tokens: int, thinking_tokens: int = 0) -> dict[str, Any]:
+    """A message's ``usage`` with every key Anthropic's API reference lists for ``Usage`` (its
+    SDK's generated ``types/usage.py``), set to what it sends where the value has no meaning
+    here: no prompt caching on Anthropic's terms (zeros), the ``standard`` tier,
+    ``not_available`` geography, no server tools; ``output_tokens_details.thinking_tokens``
+    counted from the token stream (``chat/reasoning_tokens.py``)."""
     return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
             "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
             "output_tokens": output_tokens, "service_tier": "standard",
-            "inference_geo": "not_available", "server_tool_use": None}
+            "inference_geo": "not_available", "server_tool_use": None,
+            "output_tokens_details": _details(output_tokens, thinking_tokens)}
 
 
-def delta_usage_of(input_tokens: int, output_tokens: int) -> dict[str, int]:
-    """``message_delta``'s cumulative ``usage``, as Anthropic's API streams it."""
+def _details(output_tokens: int, thinking_tokens: int) -> dict[str, int]:
+    return {"thinking_tokens": min(thinking_tokens, output_tokens)}
+
+
+def delta_usage_of(input_tokens: int, output_tokens: int,
+                   thinking_tokens: int = 0) -> dict[str, Any]:
+    """``message_delta``'s cumulative ``usage``, with the keys of Anthropic's
+    ``MessageDeltaUsage`` (``server_tool_use`` and ``output_tokens_details`` included)."""
     return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, "output_tokens": output_tokens}
+            "cache_read_input_tokens": 0, "output_tokens": output_tokens,
+            "server_tool_use": None,
+            "output_tokens_details": _details(output_tokens, thinking_tokens)}
 
 
 # A tool_use block's ``caller``: the model called the tool itself (not code execution).
@@ -355,13 +366,15 @@ def message_shell(message_id: str, model_name: str, input_tokens: int) -> dict[s
     the real API's order, ``model`` first)."""
     return {"model": model_name, "id": message_id, "type": "message", "role": "assistant",
             "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": usage_of(input_tokens, 0)}
+            "usage": usage_of(input_tokens, 0), "container": None}
 
 
 def message_body(shell: dict[str, Any], content: list[dict[str, Any]], stop_reason: str,
                  stop_sequence: str | None, usage: dict[str, Any]) -> dict[str, Any]:
     """The whole message of a JSON answer: the shell's keys, then ``stop_details`` (null: no
-    refusal) before ``usage``, as the real API sends it."""
-    return {**{k: v for k, v in shell.items() if k != "usage"}, "content": content,
-            "stop_reason": stop_reason, "stop_sequence": stop_sequence, "stop_details": None,
-            "usage": usage}
+    refusal) before ``usage``, as the real API sends it, and ``container`` (null: no container
+    tool ran), which Anthropic's ``Message`` requires, nullable."""
+    kept = {k: v for k, v in shell.items() if k not in ("usage", "container")}
+    return {**kept, "content": content, "stop_reason": stop_reason,
+            "stop_sequence": stop_sequence, "stop_details": None, "usage": usage,
+            "container": None}
