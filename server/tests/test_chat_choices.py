@@ -117,3 +117,26 @@ def test_reasoning_tokens_come_from_the_token_stream(client: TestClient) -> None
     assert chunks[-1]["usage"]["completion_tokens_details"]["reasoning_tokens"] == reasoning
     cut = client.post("/v1/chat/completions", json={**body, "thinking_budget_tokens": 0}).json()
     assert cut["usage"]["completion_tokens_details"]["reasoning_tokens"] < reasoning
+
+
+def test_completions_n_per_prompt(client: TestClient) -> None:
+    """``/v1/completions``: ``n`` per prompt, prompt p's j-th choice at index p * n + j, each
+    prompt counted once in usage."""
+    def complete(**body: Any) -> dict[str, Any]:
+        response = client.post("/v1/completions", json={"temperature": 0, "max_tokens": 6,
+                                                        **body})
+        assert response.status_code == 200, response.text
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    single = [complete(prompt=p) for p in ("Once upon", "The sky")]
+    both = complete(prompt=["Once upon", "The sky"], n=2)
+    assert [c["index"] for c in both["choices"]] == [0, 1, 2, 3]
+    texts = [c["text"] for c in both["choices"]]
+    assert texts == [single[0]["choices"][0]["text"]] * 2 + [single[1]["choices"][0]["text"]] * 2
+    usage = both["usage"]
+    assert usage["prompt_tokens"] == sum(s["usage"]["prompt_tokens"] for s in single)
+    assert usage["completion_tokens"] == 2 * sum(s["usage"]["completion_tokens"]
+                                                 for s in single)
+    assert client.post("/v1/completions",
+                       json={"prompt": "x", "n": 4}).json()["error"]["param"] == "n"

@@ -21,7 +21,7 @@ from ...chat.template import template_variables
 from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
-from .choices import check_choice_count
+from ...protocol.choices import check_choice_count
 from .models import ChatCompletionRequest, check_chat_request, template_messages
 
 router = APIRouter()

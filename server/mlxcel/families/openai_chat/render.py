@@ -25,8 +25,8 @@ from ...generation.pieces import (
     Piece,
     ReasoningPiece,
 )
+from ...protocol.choices import summed_finish
 from ...protocol.logprobs import render_logprobs
-from .choices import summed_finish
 from .models import usage_of
 
 # What OpenAI's API reports for a request served on the standard tier: the only one here.

@@ -22,11 +22,11 @@ from ...chat.reasoning_tokens import ReasoningTokenCount
 from ...chat.template import apply_template_override
 from ...engine.handle import RequestHandle
 from ...generation import Finished, PromptProgress
+from ...protocol.choices import check_choice_count, choice_requests
 from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
 from ...protocol.timings import TimingsClock, request_timings
 from ...sse import data_event, sse_response
-from .choices import check_choice_count, choice_requests
 from .models import ChatCompletionRequest, ChatSetup, to_chat_setup
 from .render import (
     ChatChunkEncoder,

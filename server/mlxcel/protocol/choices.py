@@ -1,12 +1,13 @@
-"""A chat request's ``n`` choices: one engine request per choice, the same prompt and
-constraints, each with its own sampling, and their usage summed as OpenAI sums it.
+"""``n`` choices of one chat or completions request: one engine request per choice, the same
+prompt and constraints, each with its own sampling, and their usage summed as OpenAI sums it.
 
 OpenAI's Chat Completions API (https://platform.openai.com/docs/api-reference/chat/create,
-``n``: "How many chat completion choices to generate for each input message") answers ``n``
-choices indexed 0..n-1; ``usage.completion_tokens`` counts every choice's tokens and
-``prompt_tokens`` the prompt once. llama-server bounds ``n`` by its slot count (``n_cmpl`` in
-tools/server/server-schema.cpp, hard limits 1..``n_parallel``): so does this server
-(``--parallel``), since more choices than slots would only queue behind each other.
+``n``: "How many chat completion choices to generate for each input message"; its Completions
+API likewise, per prompt) answers ``n`` choices indexed 0..n-1; ``usage.completion_tokens``
+counts every choice's tokens and ``prompt_tokens`` the prompt once. llama-server bounds ``n``
+by its slot count (``n_cmpl`` in tools/server/server-schema.cpp, hard limits
+1..``n_parallel``): so does this server (``--parallel``), since more choices than slots would
+only queue behind each other.
 
 A seeded request gets seeds ``seed``, ``seed + 1``, ... (mod 2**64), so choice 0 is what the
 same request with ``n: 1`` answers and every choice is reproducible; an unseeded one samples
@@ -17,9 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...errors import InvalidRequestError
-from ...generation import Finished, GenerationRequest
-from ...protocol.sampling_fields import SEED_SPACE
+from ..errors import InvalidRequestError
+from ..generation import Finished, GenerationRequest
+from .sampling_fields import SEED_SPACE
 
 
 def check_choice_count(n: int | None, slots: int) -> int:
