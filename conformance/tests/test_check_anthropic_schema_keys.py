@@ -34,6 +34,7 @@ def _current(message: dict[str, Any]) -> dict[str, Any]:
     """A recorded message with the keys the current schema adds."""
     done = copy.deepcopy(message)
     done["container"] = None
+    done.setdefault("stop_details", None)
     done["usage"] = {**{"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
                         "cache_creation": None, "inference_geo": None, "service_tier": None},
                      **done["usage"], "server_tool_use": None,
@@ -57,7 +58,7 @@ def test_recorded_streams_pass_in_the_older_shape(path: Path) -> None:
 
 def test_mistyped_keys_fail_from_any_server() -> None:
     message = _current(_messages(JSON[0])[0])
-    for broken_path, value in ((("container",), 5),
+    for broken_path, value in ((("container",), 5), (("stop_details",), "none"),
                                (("usage", "output_tokens_details"), "none"),
                                (("usage", "output_tokens_details"), {"thinking_tokens": -1}),
                                (("usage", "output_tokens_details"), {"thinking_tokens": 10**6}),

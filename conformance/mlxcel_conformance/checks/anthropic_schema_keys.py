@@ -1,6 +1,7 @@
 """Anthropic's ``Message`` keys that its current API reference requires, nullable, and the older
-recordings predate: ``container`` on the message and ``output_tokens_details`` (with
-``server_tool_use`` and the cache and tier keys) on its ``usage``.
+recordings predate: ``container`` and ``stop_details`` on the message and
+``output_tokens_details`` (with ``server_tool_use`` and the cache and tier keys) on its
+``usage``.
 
 Sources: Anthropic's API reference, Messages (https://docs.anthropic.com/en/api/messages,
 "Response": ``container``, ``usage``), whose OpenAPI document anthropic-sdk-python's
@@ -24,7 +25,8 @@ from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.errors import Severity
 
 # key -> the Python types its value may have (None: the schema's null)
-MESSAGE_KEYS: dict[str, tuple[type, ...]] = {"container": (dict, type(None))}
+MESSAGE_KEYS: dict[str, tuple[type, ...]] = {"container": (dict, type(None)),
+                                              "stop_details": (dict, type(None))}
 USAGE_KEYS: dict[str, tuple[type, ...]] = {
     "cache_creation_input_tokens": (int, type(None)),
     "cache_read_input_tokens": (int, type(None)),

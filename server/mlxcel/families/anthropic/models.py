@@ -363,18 +363,17 @@ DIRECT_CALLER: dict[str, str] = {"type": "direct"}
 
 def message_shell(message_id: str, model_name: str, input_tokens: int) -> dict[str, Any]:
     """The message as ``message_start`` announces it: no content, no stop reason yet (keys in
-    the real API's order, ``model`` first)."""
+    the real API's order, ``model`` first; ``stop_details`` null, as its 2026 streams send it,
+    and ``container`` null, both nullable keys of Anthropic's current ``Message``)."""
     return {"model": model_name, "id": message_id, "type": "message", "role": "assistant",
-            "content": [], "stop_reason": None, "stop_sequence": None,
+            "content": [], "stop_reason": None, "stop_sequence": None, "stop_details": None,
             "usage": usage_of(input_tokens, 0), "container": None}
 
 
 def message_body(shell: dict[str, Any], content: list[dict[str, Any]], stop_reason: str,
                  stop_sequence: str | None, usage: dict[str, Any]) -> dict[str, Any]:
-    """The whole message of a JSON answer: the shell's keys, then ``stop_details`` (null: no
-    refusal) before ``usage``, as the real API sends it, and ``container`` (null: no container
-    tool ran), which Anthropic's ``Message`` requires, nullable."""
+    """The whole message of a JSON answer: the shell's keys (``stop_details`` null: no refusal)
+    with ``usage`` and ``container`` (null: no container tool ran) last."""
     kept = {k: v for k, v in shell.items() if k not in ("usage", "container")}
     return {**kept, "content": content, "stop_reason": stop_reason,
-            "stop_sequence": stop_sequence, "stop_details": None, "usage": usage,
-            "container": None}
+            "stop_sequence": stop_sequence, "usage": usage, "container": None}
