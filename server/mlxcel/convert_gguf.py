@@ -1,5 +1,6 @@
-"""``mlxcel-convert FILE.gguf OUT_DIR``: a GGUF file as an mlx-lm directory (engine/gguf/export.py),
-so other MLX servers can be compared with ``mlxcel-server --model FILE.gguf`` on identical weights."""
+"""``mlxcel-convert FILE.gguf OUT_DIR``: a GGUF file as an mlx-lm directory
+(engine/gguf/export.py), so other MLX servers can be compared with ``mlxcel-server --model
+FILE.gguf`` on identical weights."""
 
 from __future__ import annotations
 
