@@ -17,7 +17,13 @@ from typing import Any, cast
 import gguf
 import mlx.core as mx
 
-from .requantize import NATIVE_TYPES, check_dequantizable, describe_conversion, requantize
+from .requantize import (
+    FLOAT_TYPES,
+    NATIVE_TYPES,
+    check_dequantizable,
+    describe_conversion,
+    requantize,
+)
 from .unsupported import UnsupportedGGUF
 
 log = logging.getLogger(__name__)
@@ -75,26 +81,35 @@ def plain(value: Any) -> Any:
     return value
 
 
-def read_gguf(path: str) -> GGUFContents:
-    """Every tensor and metadata value of ``path``, or ``UnsupportedGGUF``."""
-    reader = open_reader(path)
-    check_tensor_types(path, reader)
+def _mlx_read(path: str) -> GGUFContents:
+    """The whole file through MLX's reader: exact for the types it keeps."""
     try:
         loaded = mx.load(path, return_metadata=True)
     except (RuntimeError, ValueError) as exc:
         raise UnsupportedGGUF(path, f"MLX cannot read this GGUF file: {exc}") from None
     tensors, metadata = cast(tuple[dict[str, mx.array], dict[str, Any]], loaded)
-    contents = GGUFContents(path, dict(tensors), {key: plain(v) for key, v in metadata.items()})
+    return GGUFContents(path, dict(tensors), {key: plain(v) for key, v in metadata.items()})
+
+
+def _reader_read(path: str, reader: gguf.GGUFReader) -> GGUFContents:
+    """The whole file through llama.cpp's reader, one tensor at a time (MLX's reader would expand
+    every type it does not keep to float16 at once, and some it cannot read at all)."""
+    metadata = {name: field.contents() for name, field in reader.fields.items()}
+    contents = GGUFContents(path, {}, metadata)
     for tensor in reader.tensors:
-        if tensor.tensor_type in NATIVE_TYPES:
-            continue
-        base = tensor.name.removesuffix(".weight")
-        for suffix in (".scales", ".biases"):  # nothing MLX made of it is kept
-            contents.tensors.pop(base + suffix, None)
-        contents.tensors.pop(tensor.name, None)
         contents.tensors.update(requantize(path, tensor.name, tensor))
-        contents.converted[tensor.name] = tensor.tensor_type
-    if contents.converted:
-        log.info("GGUF %s: converted %s to MLX affine quantization (group 32)",
-                 Path(path).name, describe_conversion(contents.converted))
+        if tensor.tensor_type not in FLOAT_TYPES:
+            contents.converted[tensor.name] = tensor.tensor_type
+    return contents
+
+
+def read_gguf(path: str) -> GGUFContents:
+    """Every tensor and metadata value of ``path``, or ``UnsupportedGGUF``."""
+    reader = open_reader(path)
+    check_tensor_types(path, reader)
+    if all(tensor.tensor_type in NATIVE_TYPES for tensor in reader.tensors):
+        return _mlx_read(path)
+    contents = _reader_read(path, reader)
+    log.info("GGUF %s: converted %s to MLX affine quantization (group 32)",
+             Path(path).name, describe_conversion(contents.converted))
     return contents

@@ -1,9 +1,10 @@
-"""Tensor types MLX does not read as they are (llama.cpp's K-quants, Q5_0, IQ4_NL, ...):
-dequantized with llama.cpp's own ``gguf.quants`` and quantized again to an MLX affine width.
+"""Tensors of a file MLX's reader cannot take whole (one holding K-quants, Q5_0, IQ4_NL, ...):
+read through llama.cpp's own ``gguf`` package, dequantized with ``gguf.quants`` and quantized
+again to an MLX affine width; float tensors stay floats.
 
 MLX's GGUF reader keeps Q4_0, Q4_1 and Q8_0 as affine triples and F32/F16/BF16 as they are
-(https://ml-explore.github.io/mlx/build/html/usage/saving_and_loading.html, "GGUF"); every other
-type passes through here. The MLX width is the type's own nominal width, at least 4 bits (below
+(https://ml-explore.github.io/mlx/build/html/usage/saving_and_loading.html); a file of only those
+types never comes here. The MLX width is the type's own nominal width, at least 4 bits (below
 that a group-32 affine code loses too much of what the K-quant's super-blocks kept)."""
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ import numpy as np
 
 from .unsupported import UnsupportedGGUF
 
+FLOAT_TYPES = {
+    gguf.GGMLQuantizationType.F32: mx.float32,
+    gguf.GGMLQuantizationType.F16: mx.float16,
+    gguf.GGMLQuantizationType.BF16: mx.bfloat16,
+}
 # The types MLX's reader returns usable as they are.
 NATIVE_TYPES = frozenset({
-    gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16,
-    gguf.GGMLQuantizationType.BF16, gguf.GGMLQuantizationType.Q4_0,
-    gguf.GGMLQuantizationType.Q4_1, gguf.GGMLQuantizationType.Q8_0,
+    *FLOAT_TYPES, gguf.GGMLQuantizationType.Q4_0, gguf.GGMLQuantizationType.Q4_1,
+    gguf.GGMLQuantizationType.Q8_0,
 })
 GROUP_SIZE = 32
 _MLX_WIDTHS = (4, 5, 6, 8)
@@ -49,11 +54,13 @@ def check_dequantizable(path: str, name: str, tensor: gguf.ReaderTensor) -> None
 
 
 def requantize(path: str, name: str, tensor: gguf.ReaderTensor) -> dict[str, mx.array]:
-    """``name`` (e.g. ``blk.0.ffn_down.weight``) as MLX arrays: an affine triple
-    (``.weight``/``.scales``/``.biases``) for a matrix, float16 otherwise."""
+    """``name`` (e.g. ``blk.0.ffn_down.weight``) as MLX arrays: a float tensor as it is, a
+    quantized matrix as an affine triple (``.weight``/``.scales``/``.biases``), float16 else."""
     check_dequantizable(path, name, tensor)
     values = gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type)
     array = mx.array(values.astype(np.float32))
+    if tensor.tensor_type in FLOAT_TYPES:
+        return {name: array.astype(FLOAT_TYPES[tensor.tensor_type])}
     if array.ndim != 2 or array.shape[-1] % GROUP_SIZE:
         return {name: array.astype(mx.float16)}
     weight, scales, biases = mx.quantize(array.astype(mx.float16), group_size=GROUP_SIZE,
