@@ -28,6 +28,27 @@ def llama_cpp_permute(weight: np.ndarray, heads: int) -> np.ndarray:
             .swapaxes(1, 2).reshape(weight.shape))
 
 
+def qwen2_fixture(directory: Path) -> Path:
+    """A qwen2 model (attention biases, no q/k norms) with qwen3-tiny's sizes and tokenizer and
+    seeded random weights: the repository commits no qwen2 text fixture."""
+    import shutil
+
+    from mlx.utils import tree_flatten
+    from mlx_lm.models import qwen2
+
+    config = json.loads((QWEN3 / "config.json").read_text(encoding="utf-8"))
+    config.update(model_type="qwen2", architectures=["Qwen2ForCausalLM"])
+    mx.random.seed(20261206)
+    model = qwen2.Model(qwen2.ModelArgs.from_dict(config))
+    weights = dict(tree_flatten(model.parameters()))
+    directory.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(directory / "model.safetensors"), weights)
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(QWEN3 / name, directory / name)
+    return directory
+
+
 def fixture_weights(model_dir: Path) -> dict[str, np.ndarray]:
     loaded = mx.load(str(model_dir / "model.safetensors"))
     assert isinstance(loaded, dict)
