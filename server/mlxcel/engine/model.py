@@ -15,7 +15,7 @@ from mlx_lm.tokenizer_utils import TokenizerWrapper
 
 from ..limits import check_tokenize_length
 from . import cpu_kernels as kernels
-from .gguf import is_gguf_path, load_gguf
+from .gguf import UnsupportedGGUF, is_gguf_path, load_gguf
 
 if TYPE_CHECKING:
     from .vision import VisionSupport
@@ -97,6 +97,9 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0, cpu_kernels: bool = True
 
     group = sharding_group()  # under mlx.launch: this rank's shard (see engine/distributed.py)
     if is_gguf_path(path_or_repo):  # llama.cpp's format, read by engine/gguf/
+        if group is not None:
+            raise UnsupportedGGUF(path_or_repo, "sharded serving takes an mlx-lm directory "
+                                  "(mlxcel-convert writes one from this file)")
         model, tokenizer, config = load_gguf(path_or_repo)
     elif group is not None:
         model, tokenizer, config = load_sharded(path_or_repo, group)
