@@ -60,8 +60,11 @@ def test_a_tensor_the_model_has_no_place_for(tmp_path: Path) -> None:
         load_gguf(str(tmp_path / "m.gguf"))
 
 
-def test_a_missing_tensor_is_named_on_load(tmp_path: Path) -> None:
-    write_fixture_gguf(LLAMA, tmp_path / "m.gguf", drop=("model.norm.weight",))
+def test_a_missing_tensor_is_named(tmp_path: Path) -> None:
+    write_fixture_gguf(LLAMA, tmp_path / "m.gguf", drop=("model.norm.weight",
+                                                         "model.layers.1.mlp.up_proj.weight"))
+    assert _reason(tmp_path / "m.gguf") == ("mlx-lm's llama model needs tensors the file does "
+                                            "not hold: blk.1.ffn_up, output_norm")
     with pytest.raises(UnsupportedGGUF, match=r"tensors do not fit .*model\.norm\.weight"):
         load_gguf(str(tmp_path / "m.gguf"))
 

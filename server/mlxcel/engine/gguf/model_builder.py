@@ -25,7 +25,7 @@ from mlx_lm.utils import infer_quant_config
 from .architectures import architecture_of, model_config
 from .gguf_file import check_tensor_types, open_reader, plain, read_gguf
 from .gguf_tokenizer import load_gguf_tokenizer
-from .tensor_names import gguf_to_module_paths, rename_tensors
+from .tensor_names import gguf_to_module_paths, missing_tensors, rename_tensors
 from .unsupported import UnsupportedGGUF
 
 log = logging.getLogger(__name__)
@@ -133,13 +133,19 @@ def check_gguf(path: str) -> None:
     config = model_config(path, metadata, shapes)
     _, spec = architecture_of(path, metadata)
     model = _empty_model(config)  # lazy arrays: nothing is computed
-    table = gguf_to_module_paths(spec.gguf_arch, config["num_hidden_layers"],
-                                 _parameter_paths(model))
+    paths = _parameter_paths(model)
+    table = gguf_to_module_paths(spec.gguf_arch, config["num_hidden_layers"], paths)
     for tensor in reader.tensors:
         stem = tensor.name.rpartition(".")[0]
         if stem not in table:
             raise UnsupportedGGUF(path, f"tensor {tensor.name} has no place in mlx-lm's "
                                   f"{config['model_type']} model")
+    present = {tensor.name.rpartition(".")[0] for tensor in reader.tensors}
+    missing = missing_tensors(spec.gguf_arch, config["num_hidden_layers"], paths, present)
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if missing[3:] else "")
+        raise UnsupportedGGUF(path, f"mlx-lm's {config['model_type']} model needs tensors the "
+                              f"file does not hold: {shown}")
 
 
 @dataclass
