@@ -157,3 +157,32 @@ def test_tokenizer_follows_the_file(tmp_path: Path, add_bos: bool) -> None:
             == fixture.apply_chat_template(messages, add_generation_prompt=True))
     assert tokenizer.eos_token_ids == fixture.eos_token_ids
     assert config["eos_token_id"] == sorted(fixture.eos_token_ids)
+
+
+def test_llama3_rope_scaling_from_rope_freqs(tmp_path: Path) -> None:
+    """llama.cpp writes Llama 3.1's rope scaling as a ``rope_freqs`` tensor; the loader serves
+    it as mlx-lm's ``llama3`` rope (factor 32 here, so the long wavelengths move)."""
+    from mlxcel.engine.gguf.rope_scaling import LLAMA3_PARAMETERS, llama3_factors
+
+    scaling = {"rope_type": "llama3", "factor": 32.0, **LLAMA3_PARAMETERS}
+    factors = llama3_factors(16, 10000.0, 32.0, **LLAMA3_PARAMETERS).astype(np.float32)
+    assert 1.0 < factors[-2] < 32.0 == factors[-1]  # a blended one and a scaled one
+    held = write_fixture_gguf(LLAMA, tmp_path / "m.gguf", extra={"rope_freqs.weight": factors})
+    model, _, config = load_gguf(str(tmp_path / "m.gguf"))
+    assert config["rope_scaling"] == scaling
+    scaled, tokenizer = load(str(LLAMA), model_config={"rope_scaling": scaling})  # type: ignore[misc]
+    names = dict(tree_flatten(scaled.parameters()))
+    scaled.load_weights([(k, mx.array(v)) for k, v in held.items() if k in names])
+    plain, _ = _reference(LLAMA, held)
+    ids = tokenizer.encode(TEXT * 4)
+    np.testing.assert_allclose(_logits(model, ids), _logits(scaled, ids), atol=1e-5)
+    assert not np.allclose(_logits(model, ids), _logits(plain, ids), atol=1e-3)
+
+
+def test_rope_freqs_that_are_not_llama3s_are_refused(tmp_path: Path) -> None:
+    from mlxcel.engine.gguf import UnsupportedGGUF
+
+    odd = np.linspace(1, 3, 8).astype(np.float32)
+    write_fixture_gguf(LLAMA, tmp_path / "m.gguf", extra={"rope_freqs.weight": odd})
+    with pytest.raises(UnsupportedGGUF, match="is not Llama 3's rope scaling"):
+        load_gguf(str(tmp_path / "m.gguf"))
