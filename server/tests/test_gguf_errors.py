@@ -37,8 +37,8 @@ def _reason(path: Path) -> str:
 
 def test_an_architecture_not_handled_is_named(tmp_path: Path) -> None:
     path = _write(tmp_path / "phi.gguf", "phi3", {"token_embd.weight": np.zeros((8, 32), "f4")})
-    assert _reason(path) == ("architecture 'phi3' is not supported (supported: llama, qwen2, "
-                             "qwen3)")
+    assert _reason(path) == ("architecture 'phi3' is not supported (supported: gemma, llama, "
+                             "qwen2, qwen3)")
 
 
 def test_not_a_gguf_truncated_and_missing(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from mlxcel.engine.gguf import load_gguf
 from mlxcel.engine.gguf.requantize import mlx_bits, requantize
 from mlxcel.engine.gguf.tensor_names import undo_rope_permutation
 
-from .synthetic_gguf import LLAMA, QWEN3, llama_cpp_permute, qwen2_fixture, write_fixture_gguf
+from .synthetic_gguf import LLAMA, QWEN3, llama_cpp_permute, random_fixture, write_fixture_gguf
 
 T = gguf.GGMLQuantizationType
 TEXT = "Hello there, how are you? 12345 tabs\tand  spaces\n"
@@ -51,12 +51,14 @@ def test_float_gguf_is_the_fixture_model(tmp_path: Path, model_dir: Path, arch: 
     np.testing.assert_allclose(_logits(model, ids), _logits(reference, ids), atol=1e-5)
 
 
-def test_qwen2_with_attention_biases(tmp_path: Path) -> None:
-    model_dir = qwen2_fixture(tmp_path / "qwen2-tiny")
-    held = write_fixture_gguf(model_dir, tmp_path / "m.gguf", arch="qwen2")
+@pytest.mark.parametrize("arch", ["qwen2", "gemma"])
+def test_random_qwen2_and_gemma(tmp_path: Path, arch: str) -> None:
+    """qwen2's attention biases; gemma's norms, which llama.cpp stores plus one."""
+    model_dir = random_fixture(tmp_path / f"{arch}-tiny", arch)
+    held = write_fixture_gguf(model_dir, tmp_path / "m.gguf", arch=arch)
     model, tokenizer, config = load_gguf(str(tmp_path / "m.gguf"))
-    assert config["model_type"] == "qwen2" and "blk.0.attn_q.bias" in gguf_tensor_names(
-        tmp_path / "m.gguf")
+    assert config["model_type"] == arch
+    assert ("blk.0.attn_q.bias" in gguf_tensor_names(tmp_path / "m.gguf")) == (arch == "qwen2")
     reference, ref_tokenizer = _reference(model_dir, held)
     ids = ref_tokenizer.encode(TEXT)
     assert tokenizer.encode(TEXT) == ids

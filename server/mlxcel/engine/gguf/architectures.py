@@ -3,7 +3,7 @@ and the mlx-lm config made from the file's ``{arch}.*`` hyper-parameters.
 
 Key names: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md ("LLM" standardized keys);
 llama.cpp's converter (convert_hf_to_gguf.py, ``LlamaModel.permute``) permutes the rows of
-``attn_q``/``attn_k`` for llama-style rope, and not for Qwen's (``Qwen2Model`` has no permute).
+``attn_q``/``attn_k`` for llama-style rope, and not for Qwen's or Gemma's.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ class Architecture:
     gguf_arch: gguf.MODEL_ARCH
     model_type: str
     rope_permuted: bool
+    # llama.cpp stores Gemma's RMSNorm weights plus one (conversion/gemma.py, ``modify_tensors``)
+    # where mlx-lm's Gemma adds the one itself.
+    norms_plus_one: bool = False
 
 
 # Mistral's GGUFs (7B and its fine-tunes) are written as "llama" and load through that entry.
@@ -32,6 +35,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     "llama": Architecture(gguf.MODEL_ARCH.LLAMA, "llama", rope_permuted=True),
     "qwen2": Architecture(gguf.MODEL_ARCH.QWEN2, "qwen2", rope_permuted=False),
     "qwen3": Architecture(gguf.MODEL_ARCH.QWEN3, "qwen3", rope_permuted=False),
+    "gemma": Architecture(gguf.MODEL_ARCH.GEMMA, "gemma", rope_permuted=False,
+                          norms_plus_one=True),
 }
 
 

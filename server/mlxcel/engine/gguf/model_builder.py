@@ -90,6 +90,9 @@ def build_model(path: str, config: dict[str, Any], metadata: dict[str, Any],
                                  _parameter_paths(model))
     weights = rename_tensors(path, {k: v for k, v in tensors.items() if k not in CONFIG_TENSORS},
                              table, _permuted_heads(path, metadata, config))
+    if spec.norms_plus_one:
+        weights = {name: value - 1 if name.endswith("norm.weight") else value
+                   for name, value in weights.items()}
     if hasattr(model, "sanitize"):
         weights = model.sanitize(weights)
     quantization = _quantization(model, weights)
