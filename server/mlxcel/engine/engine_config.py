@@ -1,6 +1,6 @@
 """The engine's settings, one ``EngineConfig`` per server: slots, queue, prompt cache,
-speculative decoding, media bounds and the CPU decode paths (``settings/engine_options.py``
-declares the flags that fill it)."""
+speculative decoding and media bounds (``settings/engine_options.py`` declares the flags that
+fill it)."""
 
 from __future__ import annotations
 
@@ -31,16 +31,6 @@ class EngineConfig:
     prompt_lookup: bool = False
     # Every request on the single-sequence path (sharded serving: see engine/distributed.py).
     solo_only: bool = False
-    # On the CPU, mlxcel's vectorized SwiGLU and decode attention (engine/cpu_kernels.py).
-    cpu_kernels: bool = True
-    # On MLX's CPU backend, llama-family models decode in numpy (engine/numpy_decode/).
-    numpy_decode: bool = True
-    # Threads of the NumPy path's products (numpy's OpenBLAS): 0 picks (numpy_decode/products.py).
-    numpy_threads: int = 0
-    # Processes the NumPy path's batch spreads over (numpy_decode/lanes.py): 1 none, 0 picks.
-    decode_lanes: int = 0
-    # ... from this many sequences decoding at once (numpy_decode/lanes.py, SPREAD_FROM).
-    decode_lanes_from: int = 12
     # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
     stream_interval_ms: float = 0.0
 

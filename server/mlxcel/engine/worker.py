@@ -1,6 +1,5 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
-once with continuous batching (mlx-lm's ``BatchGenerator``; on MLX's CPU backend, for dense
-llama-family models, the NumPy batch of ``engine/numpy_decode/`` unless ``--no-numpy-decode``).
+once with continuous batching (mlx-lm's ``BatchGenerator``).
 
 Each loop iteration: drop requests whose client left, admit queued requests into free slots
 (highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
@@ -47,9 +46,6 @@ from .engine_config import EngineConfig
 from .handle import RequestHandle
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
-from .numpy_decode import NumpyBatch, Weights, copy_bytes, numpy_weights
-from .numpy_decode.laned import LanedBatch
-from .numpy_decode.lanes import LaneError, Lanes, lane_count, start_lanes
 from .penalties import build_logits_processors
 from .prompt_cache import PromptCache
 from .sampling import (
@@ -76,8 +72,7 @@ __all__ = ["Engine", "EngineConfig", "EngineStats"]
 # (at most ARRIVAL_WINDOW_S) before starting it: the requests of a burst, which the event
 # loop parses one after another, then start together in one batch. Without it the first
 # decoded alone for a step (~30 ms with the others being parsed) while the rest waited
-# (benchmarks/README.md, "A burst starts together"). The NumPy batch has no single-sequence
-# lane to avoid (a request joins it at the next step), so it starts requests at once.
+# (benchmarks/README.md, "A burst starts together").
 ARRIVAL_QUIET_S = 0.005
 ARRIVAL_WINDOW_S = 0.020
 
@@ -132,9 +127,7 @@ class Engine:
         self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
         self.solo_moves = 0  # sequences moved from the single-sequence lane into the batch
-        self._batch: BatchGenerator | NumpyBatch | None = None
-        self._numpy_weights: Weights | None = None
-        self._lanes: Lanes | None = None
+        self._batch: BatchGenerator | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
         self._logprobs: LogprobRenderer | None = None
@@ -244,7 +237,7 @@ class Engine:
             return
         while not self._stopping:
             self._reap_cancelled()
-            if self._idle and len(self.queue) and self._solo_lane_pays:
+            if self._idle and len(self.queue):
                 self.queue.settle(ARRIVAL_QUIET_S, ARRIVAL_WINDOW_S)
             self._admit()
             if self._idle:
@@ -257,8 +250,6 @@ class Engine:
         for seq in self._running():
             self._finish(seq, "cancelled")
         mx.synchronize(generation_stream)  # this thread's own streams: see stop()
-        if self._lanes is not None:  # their processes end with the engine
-            self._lanes.close()
 
     @property
     def _idle(self) -> bool:
@@ -271,20 +262,10 @@ class Engine:
                 self.model = load_vision_model(self.config.model, ctx_size=self.config.
                                                slot_ctx_size, policy=self.config.media)
             else:
-                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size,
-                                        cpu_kernels=self.config.cpu_kernels)
+                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
                 if self.config.draft_model:
-                    self.draft = load_draft_model(self.config.draft_model, self.model,
-                                                  cpu_kernels=self.config.cpu_kernels)
+                    self.draft = load_draft_model(self.config.draft_model, self.model)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
-            self._numpy_weights = numpy_weights(
-                self.model.model, self.config.numpy_decode and self.model.vision is None
-                and not self.config.solo_only, threads=self.config.numpy_threads)
-            if self._numpy_weights is not None:
-                spread_from = self.config.decode_lanes_from
-                self._lanes = start_lanes(self._numpy_weights, lane_count(
-                    self.config.decode_lanes, copy_bytes(self.model.model) // 4,
-                    slots=len(self.slots), spread_from=spread_from), spread_from)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()
@@ -300,21 +281,8 @@ class Engine:
                 self.on_fatal()
             return False
 
-    def _new_batch(self) -> BatchGenerator | NumpyBatch:
+    def _new_batch(self) -> BatchGenerator:
         assert self.model is not None
-        if self._numpy_weights is not None and self._lanes is not None:
-            try:
-                return LanedBatch(self._numpy_weights, self._lanes,
-                                  prefill_step_size=self.config.prefill_step_size,
-                                  cache_dtype=self._numpy_weights.dtype)
-            except LaneError:  # a lane could not be started again: decode in this process
-                log.exception("decode lanes lost; decoding in the server's process")
-                self._lanes.close()
-                self._lanes = None
-        if self._numpy_weights is not None:
-            return NumpyBatch(self._numpy_weights,
-                              prefill_step_size=self.config.prefill_step_size,
-                              cache_dtype=self._numpy_weights.dtype)
         n = len(self.slots)
         return BatchGenerator(
             self.model.model,
@@ -396,7 +364,7 @@ class Engine:
         # the batch, an adapter one waits for it (see _admit).
         elif self.config.solo_only or (self._solo is None and (
                 drafter is not None or needs_solo_lane(handle)
-                or (self._solo_lane_pays and not self._by_uid and len(self.queue) == 0))):
+                or (not self._by_uid and len(self.queue) == 0))):
             weights = self.adapters.get(request.adapter) if request.adapter else model.model
             solo_cache = cache or make_prompt_cache(weights)
             if drafter is not None and can_speculate(solo_cache):
@@ -430,12 +398,6 @@ class Engine:
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
-
-    @property
-    def _solo_lane_pays(self) -> bool:
-        """Whether a lone plain request decodes faster on the single-sequence lane than in
-        the batch: true of mlx-lm's ``BatchGenerator``, not of the NumPy batch."""
-        return not isinstance(self._batch, NumpyBatch)
 
     def _move_solo_to_batch(self) -> None:
         """A plain sequence on the single-sequence lane joins the batch that a new request is
