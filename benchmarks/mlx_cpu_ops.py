@@ -32,6 +32,8 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from functools import partial  # noqa: E402
+from importlib.metadata import version  # noqa: E402
 
 import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
@@ -78,8 +80,8 @@ def products(repeat: int, vocab: int = VOCAB) -> list[Row]:
         for n_rows in (1, 8):
             x = mx.random.normal((n_rows, in_dim))
             x_np = np.array(x)
-            mlx_us = median_us(_mlx(lambda x=x, w=weight: x @ w.T), repeat)
-            np_us = median_us(lambda x=x_np, w=weight_np: x @ w.T, repeat)
+            mlx_us = median_us(_mlx(partial(mx.matmul, x, weight.T)), repeat)
+            np_us = median_us(partial(np.matmul, x_np, weight_np.T), repeat)
             flop = 2 * n_rows * in_dim * out_dim
             rows.append(Row("products", f"{name} {out_dim}x{in_dim}, {n_rows} row(s)", mlx_us,
                             np_us, f"MLX {flop / mlx_us / 1e3:.1f} GFLOP/s, "
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
                                      description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20, help="timed calls per operation")
     args = parser.parse_args(argv)
-    print(f"MLX {mx.__version__} on {mx.default_device()}, NumPy {np.__version__}, "
+    print(f"MLX {version('mlx')} on {mx.default_device()}, NumPy {np.__version__}, "
           f"LD_PRELOAD={os.environ.get('LD_PRELOAD', '(none)')}, {os.cpu_count()} CPUs; "
           f"medians of {args.repeat} calls\n")
     print(table(run(args.repeat)))
