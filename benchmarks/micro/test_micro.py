@@ -10,6 +10,7 @@ import mlx.core as mx
 import pytest
 
 from mlxcel.engine.detokenizer import IncrementalDetokenizer
+from mlxcel.engine.dry import DryConfig, DryPenalty
 from mlxcel.engine.penalties import build_logits_processors
 from mlxcel.engine.sampling import RequestSampler
 from mlxcel.engine.stops import StopMatcher
@@ -51,6 +52,17 @@ def test_penalties_and_dry(benchmark: Any) -> None:
         mx.eval(out)
 
     benchmark(run)
+
+
+@pytest.mark.parametrize("breakers", [(), ((7,),)], ids=["no-breaker", "breaker"])
+def test_dry_on_a_long_history(benchmark: Any, breakers: tuple[tuple[int, ...], ...]) -> None:
+    """One DRY step over a 4,096-token context (the processor's per-token cost at a long
+    reply): without a breaker in it, every token of the window is matched against."""
+    dry = DryPenalty(DryConfig(multiplier=0.8, breakers=breakers))
+    tokens = mx.array((list(range(3, 60)) * 72)[:4096])
+    logits = mx.random.normal((1, VOCAB))
+    mx.eval(tokens, logits)
+    benchmark(lambda: mx.eval(dry(tokens, logits)))
 
 
 def test_stop_matching(benchmark: Any) -> None:
