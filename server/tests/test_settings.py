@@ -198,6 +198,15 @@ def test_config_defaults_are_the_declared_defaults() -> None:
     assert config_from_args(args) == ServerConfig(model="m")
 
 
+def test_an_engine_built_without_arguments_is_the_shipped_engine() -> None:
+    """Tests and embedders that build ``EngineConfig(model=...)`` get what mlxcel-server runs
+    (4 slots, streams paced at 4 ms), not defaults of their own."""
+    args = build_parser(environ={}).parse_args(["--model", "m"])
+    shipped = engine_config(args, config_from_args(args))
+    assert shipped == EngineConfig(model="m")
+    assert (shipped.parallel, shipped.stream_interval_ms) == (4, 4.0)
+
+
 def test_every_config_field_has_its_setting() -> None:
     assert fields_of("defaults") == {f.name for f in dataclasses.fields(GenerationDefaults)}
     assert fields_of("limits") == {f.name for f in dataclasses.fields(RequestLimits)}
