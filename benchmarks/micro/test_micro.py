@@ -11,6 +11,7 @@ import pytest
 
 from mlxcel.engine.detokenizer import IncrementalDetokenizer
 from mlxcel.engine.dry import DryConfig, DryPenalty
+from mlxcel.engine.logprobs import LogprobRenderer
 from mlxcel.engine.penalties import build_logits_processors
 from mlxcel.engine.sampling import RequestSampler
 from mlxcel.engine.stops import StopMatcher
@@ -63,6 +64,21 @@ def test_dry_on_a_long_history(benchmark: Any, breakers: tuple[tuple[int, ...], 
     logits = mx.random.normal((1, VOCAB))
     mx.eval(tokens, logits)
     benchmark(lambda: mx.eval(dry(tokens, logits)))
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["per-row", "batched"])
+def test_logprobs_of_a_batch_step(benchmark: Any, tokenizer: Any, batched: bool) -> None:
+    """The logprobs of one batch step, 8 sequences asking for the top 5 each, rendered one
+    row at a time (three host syncs per row) or all together (one)."""
+    renderer = LogprobRenderer(tokenizer)
+    rows = [mx.log(mx.softmax(mx.random.normal((VOCAB,)))) for _ in range(8)]
+    mx.eval(rows)
+    tokens = [int(mx.argmax(row).item()) for row in rows]
+    if batched:
+        benchmark(lambda: renderer.render_batch(rows, tokens, [5] * len(rows)))
+    else:
+        benchmark(lambda: [renderer.render(row, token, 5)
+                           for row, token in zip(rows, tokens, strict=True)])
 
 
 def test_stop_matching(benchmark: Any) -> None:

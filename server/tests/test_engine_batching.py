@@ -165,3 +165,50 @@ def test_a_burst_into_an_idle_engine_starts_together_in_the_batch(engine: Engine
     results = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert [finished.completion_tokens for _, finished in results] == [6, 6, 6]
     assert engine.solo_moves == moves
+
+
+def test_logprobs_rendered_for_the_batch_are_the_request_s_own(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three greedy requests in one batch, each asking for logprobs (one post-sampling): the
+    step renders them together, and each gets its own token's and its own top list, as it
+    gets them decoding alone."""
+    assert engine._logprobs is not None
+    render_batch = engine._logprobs.render_batch
+    widths: list[int] = []
+
+    def counted(rows: list[Any], *args: Any) -> Any:
+        widths.append(len(rows))
+        return render_batch(rows, *args)
+
+    monkeypatch.setattr(engine._logprobs, "render_batch", counted)
+    greedy = SamplingParams(temperature=0.0)
+    plain = _request(engine, sampling=greedy, max_tokens=6, ignore_eos=True, logprobs=True,
+                     top_logprobs=3)
+    fewer = _request(engine, sampling=greedy, max_tokens=6, ignore_eos=True, logprobs=True,
+                     top_logprobs=1)
+    post = _request(engine, sampling=greedy, max_tokens=6, ignore_eos=True, logprobs=True,
+                    top_logprobs=2, post_sampling_probs=True)
+
+    async def collect(request: GenerationRequest) -> list[Any]:
+        handle = engine.submit(request)
+        out: list[Any] = []
+        async for event in handle.events():
+            if isinstance(event, TokenDelta):
+                out.extend(event.logprobs)
+        return out
+
+    async def scenario() -> tuple[list[Any], list[list[Any]]]:
+        alone = await collect(plain)
+        together = await asyncio.gather(*(collect(r) for r in (plain, fewer, post)))
+        return alone, list(together)
+
+    alone, (batched, short, sampled) = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert len(alone) == len(batched) == len(short) == len(sampled) == 6
+    for solo, mine, one, post_row in zip(alone, batched, short, sampled, strict=True):
+        assert mine.token_id == solo.token_id == one.token_id == post_row.token_id
+        assert [t.token_id for t in mine.top] == [t.token_id for t in solo.top]
+        assert mine.logprob == pytest.approx(solo.logprob, abs=1e-4)
+        assert [t.token_id for t in one.top] == [mine.top[0].token_id]
+        # Greedy post-sampling: the drawn token is certain, every other impossible.
+        assert post_row.logprob == 0.0 and [t.logprob for t in post_row.top] == [0.0, -9999.0]
+    assert max(widths) == 3  # one rendering for the three rows of a step

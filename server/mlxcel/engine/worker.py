@@ -459,12 +459,39 @@ class Engine:
                 reading.report_progress(reading.cached_tokens + chunk.progress[0])
         if responses:
             self.stats.decode_steps_processed += 1
-        for response in responses:
-            running = self._by_uid.get(response.uid)
-            if running is not None:
-                self._on_token(running, response)
+        pairs = [(running, response) for response in responses
+                 if (running := self._by_uid.get(response.uid)) is not None]
+        for (running, response), logprob in zip(pairs, self._step_logprobs(pairs), strict=True):
+            self._on_token(running, response, logprob)
 
-    def _on_token(self, seq: ActiveSequence, response: Any) -> None:
+    def _step_logprobs(self, pairs: list[tuple[ActiveSequence, Any]]) -> list[TokenLogprob | None]:
+        """The logprobs of every sequence of a step that asked for them, rendered together
+        (one host transfer for the step, not three per sequence)."""
+        out: list[TokenLogprob | None] = [None] * len(pairs)
+        wanted = [i for i, (seq, _) in enumerate(pairs) if seq.handle.request.logprobs]
+        if not wanted or self._logprobs is None:
+            return out
+        rows, tokens, top_ns = [], [], []
+        for i in wanted:
+            seq, response = pairs[i]
+            rows.append(self._logprob_row(seq, response))
+            tokens.append(int(response.token))
+            top_ns.append(seq.handle.request.top_logprobs)
+        for i, rendered in zip(wanted, self._logprobs.render_batch(rows, tokens, top_ns),
+                               strict=True):
+            out[i] = rendered
+        return out
+
+    @staticmethod
+    def _logprob_row(seq: ActiveSequence, response: Any) -> Any:
+        request = seq.handle.request
+        return post_sampling_logprobs(response.logprobs, request.sampling) \
+            if request.post_sampling_probs else response.logprobs
+
+    def _on_token(self, seq: ActiveSequence, response: Any,
+                  rendered: TokenLogprob | None = None) -> None:
+        """One sampled token of ``seq``; ``rendered`` is its logprobs when the batch step
+        rendered them already."""
         removed = response.finish_reason is not None
         cache = (response.prompt_cache, response.all_tokens) if removed else None
         if seq.guard.error is not None:
@@ -484,10 +511,11 @@ class Engine:
             self._finish(seq, "stop", removed=removed, cache=cache)
             return
         logprobs: tuple[TokenLogprob, ...] = ()
-        if request.logprobs and self._logprobs is not None:
-            row = post_sampling_logprobs(response.logprobs, request.sampling) \
-                if request.post_sampling_probs else response.logprobs
-            logprobs = (self._logprobs.render(row, token, request.top_logprobs),)
+        if rendered is not None:
+            logprobs = (rendered,)
+        elif request.logprobs and self._logprobs is not None:
+            logprobs = (self._logprobs.render(self._logprob_row(seq, response), token,
+                                              request.top_logprobs),)
         text = seq.stops.feed(seq.detok.add(token))
         if text or logprobs:
             seq.handle.emit(TokenDelta(text, (token,), logprobs))
