@@ -100,10 +100,10 @@ def _repeat_limit(window: np.ndarray, breakers: Sequence[BreakerSequence]) -> in
     for position in heads[::-1].tolist():
         back = last - position
         longest = -1
-        for tail in tails[int(window[position])]:
-            n = len(tail)
+        for follow in tails[int(window[position])]:
+            n = len(follow)
             if longest < n <= back and window[position + 1:position + 1 + n].tolist() == \
-                    list(tail):
+                    list(follow):
                 longest = n
         if longest >= 0:
             return back - longest
