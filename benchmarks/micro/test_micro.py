@@ -14,6 +14,7 @@ from mlxcel.engine.dry import DryConfig, DryPenalty
 from mlxcel.engine.logprobs import LogprobRenderer
 from mlxcel.engine.penalties import build_logits_processors
 from mlxcel.engine.sampling import RequestSampler
+from mlxcel.engine.slots import SequenceGuard
 from mlxcel.engine.stops import StopMatcher
 from mlxcel.generation import SamplingParams
 
@@ -79,6 +80,24 @@ def test_logprobs_of_a_batch_step(benchmark: Any, tokenizer: Any, batched: bool)
     else:
         benchmark(lambda: [renderer.render(row, token, 5)
                            for row, token in zip(rows, tokens, strict=True)])
+
+
+def test_batch_step_with_user_processors(benchmark: Any) -> None:
+    """One ``BatchGenerator`` step of the fixture model with 8 sequences, each behind a
+    user-supplied logits processor (a grammar's place) in its ``SequenceGuard``."""
+    from mlx_lm import load
+    from mlx_lm.generate import BatchGenerator
+
+    model, _ = load(str(MODEL))[:2]
+    batch = BatchGenerator(model, completion_batch_size=8, prefill_batch_size=8)
+    guards = [SequenceGuard() for _ in range(8)]
+    batch.insert([[1, 2, 3, 4]] * 8, max_tokens=[100_000] * 8,
+                 logits_processors=[[guard.processor(lambda tokens, logits: logits * 1.0)]
+                                    for guard in guards])
+    for _ in range(3):  # prefill, then decoding
+        batch.next()
+    benchmark(batch.next)
+    assert all(guard.error is None for guard in guards)
 
 
 def test_stop_matching(benchmark: Any) -> None:

@@ -76,6 +76,23 @@ def test_a_failing_processor_fails_only_its_request(engine: Engine) -> None:
     assert ok.reason == "length" and ok.completion_tokens == 24 and text
 
 
+def test_a_processor_returning_another_shape_fails_only_its_request(engine: Engine) -> None:
+    """Nothing evaluates a processor's result early; one of the wrong shape is refused by the
+    guard before the batch stacks the rows, so the others decode on."""
+    def factory() -> Any:
+        return lambda tokens, logits: logits[0]  # (vocab,) for (1, vocab)
+
+    bad = _request(engine, logits_processor_factories=(factory,), ignore_eos=True)
+    good = _request(engine, sampling=SamplingParams(temperature=0.0), ignore_eos=True)
+
+    async def scenario() -> list[tuple[str, Finished]]:
+        return await asyncio.gather(_run(engine, bad), _run(engine, good))
+
+    (_, failed), (text, ok) = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert failed.reason == "error" and failed.error == "TypeError"
+    assert ok.reason == "length" and ok.completion_tokens == 24 and text
+
+
 def test_cancel_frees_the_slot_and_is_not_counted(engine: Engine) -> None:
     before = engine.metrics.requests_total
 

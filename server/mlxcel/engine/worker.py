@@ -348,7 +348,7 @@ class Engine:
         if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
             sampler = seq.guard.sampler(sampler)
         builtin = build_logits_processors(request.sampling)
-        processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
+        processors: list[Any] = [seq.guard.processor(p) for p in builtin]
         processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
         # Sharded serving mirrors model calls on the followers, not cache trims: no drafter;
         # a VLM decodes on its own lane without one.
