@@ -14,6 +14,7 @@ from ..generation import LoopDetection, PromptProgress
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .loop_detection import tail_loops
+from .single_sequence import SingleSequenceRun
 from .stops import StopMatcher
 
 
@@ -77,8 +78,8 @@ class ActiveSequence:
     generated: list[int] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     first_token_at: float | None = None
-    # A SoloRun (or SpeculativeRun) when the sequence decodes on the single-sequence path.
-    solo: Any = None
+    # Its runner when the sequence decodes on the single-sequence lane.
+    solo: SingleSequenceRun | None = None
     # The last prompt progress sent (requests with report_progress only).
     progress_sent: int = -1
 

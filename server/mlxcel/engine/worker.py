@@ -431,6 +431,7 @@ class Engine:
         return solo + list(self._by_uid.values())
 
     def _solo_step(self, seq: ActiveSequence) -> None:
+        assert seq.solo is not None  # the lane's sequence has its runner
         try:
             response = seq.solo.next()
         except StopIteration:
@@ -534,7 +535,7 @@ class Engine:
         cache: tuple[Any, Any] | None = None,
     ) -> None:
         request = seq.handle.request
-        draft = getattr(seq.solo, "draft_stats", None)
+        draft = seq.solo.draft_stats if seq.solo is not None else None
         donate = self._caches(request) and reason != "error"
         if seq.solo is not None:
             if cache is None and donate:
