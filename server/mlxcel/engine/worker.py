@@ -44,6 +44,7 @@ from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
 from .engine_config import EngineConfig
 from .handle import RequestHandle
+from .lane_choice import LaneFacts, lane_for
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
 from .penalties import build_logits_processors
@@ -340,31 +341,22 @@ class Engine:
             cached_tokens=cached,
         )
         seq.report_progress(cached)  # llama-server's first progress: the cached part only
-        sampler = build_sampler(request.sampling, model.vocab_size)
-        # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
-        # batch: argmax draws nothing; other samplers without a rewind cannot move.
-        rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
-                  else _draws_nothing if sampler is greedy_sampler else None)
-        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
-            sampler = seq.guard.sampler(sampler)
-        builtin = build_logits_processors(request.sampling)
-        processors: list[Any] = [seq.guard.processor(p) for p in builtin]
-        processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
+        sampler, rewind, processors = self._guarded_decoding(seq, model.vocab_size)
         # Sharded serving mirrors model calls on the followers, not cache trims: no drafter;
         # a VLM decodes on its own lane without one.
         drafter = None if self.config.solo_only or model.vision is not None else choose_drafter(
             request.sampling, bool(processors), self.draft.model if self.draft else None,
             self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
-        if model.vision is not None:
+        lane = lane_for(LaneFacts(
+            vision_model=model.vision is not None, solo_only=self.config.solo_only,
+            lane_free=self._solo is None,
+            needs_lane=drafter is not None or needs_solo_lane(handle),
+            batch_empty=not self._by_uid, queue_empty=len(self.queue) == 0))
+        if lane == "vision":
             seq.solo = VisionRun(model.model, list(prompt), request.vision, sampler, processors,
                                  max_tokens, self.config.prefill_step_size)
             self._solo = seq
-        # A speculative or adapter request takes the single-sequence lane whenever it is free
-        # (neither can join the batch); a speculative one finding it taken decodes plainly in
-        # the batch, an adapter one waits for it (see _admit).
-        elif self.config.solo_only or (self._solo is None and (
-                drafter is not None or needs_solo_lane(handle)
-                or (not self._by_uid and len(self.queue) == 0))):
+        elif lane == "solo":
             weights = self.adapters.get(request.adapter) if request.adapter else model.model
             solo_cache = cache or make_prompt_cache(weights)
             if drafter is not None and can_speculate(solo_cache):
@@ -482,6 +474,23 @@ class Engine:
                                strict=True):
             out[i] = rendered
         return out
+
+    @staticmethod
+    def _guarded_decoding(seq: ActiveSequence, vocab_size: int) -> tuple[Any, Any, list[Any]]:
+        """The request's sampler, what undoes its last draw, and its logits processors, each
+        behind the sequence's guard."""
+        request = seq.handle.request
+        sampler = build_sampler(request.sampling, vocab_size)
+        # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
+        # batch: argmax draws nothing; other samplers without a rewind cannot move.
+        rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
+                  else _draws_nothing if sampler is greedy_sampler else None)
+        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
+            sampler = seq.guard.sampler(sampler)
+        builtin = build_logits_processors(request.sampling)
+        processors: list[Any] = [seq.guard.processor(p) for p in builtin]
+        processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
+        return sampler, rewind, processors
 
     @staticmethod
     def _logprob_row(seq: ActiveSequence, response: Any) -> Any:
