@@ -78,15 +78,6 @@ def tests(session: nox.Session) -> None:
     session.run("lint-imports")
     session.run("pytest", "-q", *session.posargs)
     session.run("mlxcel-conformance", "--report", "reports/reference")
-    # On MLX's CPU backend the server decodes llama-family models in numpy by default: the same
-    # suite on the MLX decode path, which Metal and CUDA machines run.
-    session.run("mlxcel-conformance", "--report", "reports/reference-mlx-decode",
-                env={"MLXCEL_NUMPY_DECODE": "0"})
-    # The NumPy path over decode lanes (larger models' default from 12 sequences): every
-    # sequence in a lane process of its own. The schema fuzzing does not reach the decoder.
-    session.run("mlxcel-conformance", "-k", "not schemathesis", "--report",
-                "reports/reference-lanes",
-                env={"MLXCEL_DECODE_LANES": "2", "MLXCEL_DECODE_LANES_FROM": "0"})
     # Speculative decoding needs a drafter: the same server with the bundled draft model.
     session.run("mlxcel-conformance", "--server-draft", "-k", "speculative",
                 "--report", "reports/reference-speculative")

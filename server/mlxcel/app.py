@@ -48,7 +48,8 @@ def mount_families() -> list[Family]:
 
 def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
     """Build the app; the engine (and the model load) starts with the app's lifespan."""
-    engine = engine or Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size))
+    engine = engine or Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size,
+                                           parallel=config.parallel))
     limits.install(config.limits)
 
     @asynccontextmanager
