@@ -34,7 +34,7 @@ QUICKSTART = ROOT / "docs" / "quickstart.md"
 # what a quickstart command may start with (after `&&`): the programs a reader runs
 PROGRAMS = {"python3", "python", ".", "pip", "mlxcel-server", "curl", "nox"}
 # pip targets that need PyPI (see the module docstring)
-PIP_TARGETS = {".", "nox", "build", "dist/mlxcel-*.whl"}
+PIP_TARGETS = {".", "nox", "build", "$(ls dist/mlxcel-*.whl)[conformance]"}
 
 
 def quickstart_commands() -> list[str]:
