@@ -22,9 +22,11 @@ from .settings.derive import values
 from .settings.parser import build
 from .startup import (
     StartupError,
+    TracebackFilter,
     check_model_source,
     exit_on,
     listening_socket,
+    report,
     require_module,
 )
 
@@ -209,6 +211,7 @@ def _serve(args: argparse.Namespace, config: ServerConfig, sock: socket.socket) 
         server.should_exit = True
 
     engine.on_fatal = _fatal
+    logging.getLogger("uvicorn.error").addFilter(TracebackFilter())
     host, port = sock.getsockname()[:2]
     # uvicorn names the address only for a socket it binds itself
     logging.getLogger("mlxcel").info("bound to http://%s:%d",
@@ -219,9 +222,14 @@ def _serve(args: argparse.Namespace, config: ServerConfig, sock: socket.socket) 
         # The engine thread may still be inside MLX loading the text model; finalizing the
         # interpreter around it aborts the process ("terminate called ..."), so leave at once.
         engine.stop()
+        code = failed.code if isinstance(failed.code, int) else 1
+        error = getattr(app.state, "startup_error", None)
+        if isinstance(error, Exception):
+            code = report(error, prefix="" if isinstance(error, StartupError)
+                          else "startup failed: ")
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(failed.code if isinstance(failed.code, int) else 1)
+        os._exit(code)
     _report_load_failure(engine)
 
 

@@ -96,9 +96,9 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def exit_on(error: BaseException, prefix: str = "") -> NoReturn:
-    """Report a startup failure as one line (a traceback first under ``--log-level debug``)
-    and exit: status 2 for a ``StartupError``, 1 for anything else."""
+def report(error: BaseException, prefix: str = "") -> int:
+    """Print a startup failure as one line (a traceback first under ``--log-level debug``);
+    the exit status: 2 for a ``StartupError``, 1 for anything else."""
     if logging.getLogger().isEnabledFor(logging.DEBUG):
         traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
     known = isinstance(error, StartupError)
@@ -106,4 +106,20 @@ def exit_on(error: BaseException, prefix: str = "") -> NoReturn:
     first_line = (prefix + message).splitlines()[0] if message else prefix + type(error).__name__
     print(f"{PROG}: error: {first_line}", file=sys.stderr)
     sys.stderr.flush()
-    raise SystemExit(StartupError.exit_status if known else 1)
+    return StartupError.exit_status if known else 1
+
+
+def exit_on(error: BaseException, prefix: str = "") -> NoReturn:
+    raise SystemExit(report(error, prefix))
+
+
+class TracebackFilter(logging.Filter):
+    """Drops the traceback uvicorn logs as a message when the app's startup fails (its
+    lifespan's ``lifespan.startup.failed``), unless debug logging is on: the failure is
+    reported in one line instead (``report``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            return True
+        return not str(record.msg).startswith(("Traceback (most recent call last)",
+                                                "Application startup failed"))

@@ -123,3 +123,14 @@ def test_an_encoder_without_the_extra_names_it(tmp_path: Path) -> None:
                          prelude="import sys; sys.modules['mlx_embeddings'] = None")
     assert done.returncode == 2
     assert "pip install 'mlxcel[embeddings]'" in one_line_error(done)
+
+
+def test_a_backend_that_fails_to_load_at_startup_is_one_line(tmp_path: Path) -> None:
+    """An encoder loads in the app's startup (its router's lifespan), after the text model."""
+    done, _ = run_server("--embedding-model", str(tmp_path), "--port", "0")
+    assert done.returncode == 1
+    # uvicorn's traceback and its "Application startup failed" give way to the one line
+    assert "Traceback" not in done.stderr and "Application startup failed" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("mlxcel-server:")]
+    assert len(errors) == 1 and "config.json" in errors[0]
+    assert errors[0].startswith("mlxcel-server: error: startup failed: ")
