@@ -61,7 +61,12 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
             engine.start()
         try:
             yield
-        finally:  # also when a router's lifespan (an image or audio model's load) fails
+        except Exception as exc:
+            # a router's lifespan (an encoder, image or audio model's load) failed: kept for
+            # mlxcel-server's one-line report (cli.py), then raised on to uvicorn
+            app.state.startup_error = exc
+            raise
+        finally:
             trimmer.cancel()
             engine.stop()
 

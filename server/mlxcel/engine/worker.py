@@ -113,6 +113,7 @@ class Engine:
         self.config = config
         self.state = "loading"
         self.load_error: str | None = None
+        self.load_exception: Exception | None = None
         self.model: LoadedModel | None = None
         self.draft: LoadedModel | None = None
         self.stats = EngineStats()
@@ -277,7 +278,9 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - any load failure is reported, not raised
             self.state = "failed"
             self.load_error = f"{type(exc).__name__}: {exc}"
-            log.exception("model failed to load")
+            self.load_exception = exc
+            # mlxcel-server reports it in one line (startup.py); the traceback is for debugging
+            log.debug("model failed to load", exc_info=True)
             if self.on_fatal is not None:
                 self.on_fatal()
             return False
