@@ -1,6 +1,6 @@
 """The terminal's view of a FAIL: one line naming the feature, the check, the public source and
-one line of evidence. The full evidence goes to the report (``--report DIR``); ``-v`` or
-``--tb=...`` bring pytest's tracebacks back.
+one line of evidence; and of an ERROR: one line per distinct cause. The full evidence goes to
+the report (``--report DIR``); ``-v`` or ``--tb=...`` bring pytest's tracebacks back.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .checks.sources import source_of
-from .report import Record
+from .report import Record, Verdict
 
 LINE_LIMIT = 300
 _PART_LIMITS = {"message": 140, "evidence": 90, "source": 70}
@@ -41,3 +41,15 @@ def fail_line(record: Record) -> str:
     if source:
         parts.append("source: " + _one_line(source, _PART_LIMITS["source"]))
     return _one_line(" | ".join(parts), LINE_LIMIT)
+
+
+def error_lines(records: list[Record]) -> list[str]:
+    """One line per distinct ERROR (a fault of the suite's setup, such as a reference server
+    that did not start, often shared by every feature), with how many features it stopped."""
+    by_message: dict[str, int] = {}
+    for record in records:
+        if record.verdict is Verdict.ERROR:
+            first = record.message.strip().splitlines()[0] if record.message.strip() else "?"
+            by_message[first] = by_message.get(first, 0) + 1
+    return [_one_line(f"ERROR ({count} feature{'s' if count > 1 else ''}) {message}",
+                      LINE_LIMIT) for message, count in by_message.items()]

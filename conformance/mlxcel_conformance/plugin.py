@@ -19,7 +19,7 @@ from .checks import sources
 from .checks.sources import Tier
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
-from .fail_lines import fail_line
+from .fail_lines import error_lines, fail_line
 from .fixture_models import FIXTURES_ENV, draft_args
 from .flows import REFERENCE_SHAPES
 from .golden_diff import format_case
@@ -353,6 +353,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for record in report.records:
             if record.verdict is Verdict.FAIL:
                 terminalreporter.write_line(fail_line(record))
+        for line in error_lines(report.records):
+            terminalreporter.write_line(line)
     found = len(report.distinct_defects())
     defects = f"; {plural(found, 'distinct defect')}" if found else ""
     terminalreporter.write_line(report.summary_line() + defects)

@@ -12,7 +12,7 @@ from replay_target import Replay, serving
 from test_replay_target import BROKEN
 
 from mlxcel_conformance.errors import ConformanceFailure
-from mlxcel_conformance.fail_lines import LINE_LIMIT, fail_line
+from mlxcel_conformance.fail_lines import LINE_LIMIT, error_lines, fail_line
 from mlxcel_conformance.report import Record, Report, Verdict, plural
 
 
@@ -59,3 +59,11 @@ def test_a_real_fail_is_one_terminal_line(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "conformance.json").read_text())
     record = next(r for r in report["records"] if r["feature"] == feature)
     assert record["evidence"], record  # the full evidence is in the report
+
+
+def test_errors_are_one_line_per_cause() -> None:
+    records = [Record("chat", f"f{i}", Verdict.ERROR, message="reference server exited with "
+                      "code 1:\nTraceback ...") for i in range(3)]
+    records.append(Record("chat", "g", Verdict.ERROR, message="bad spec"))
+    assert error_lines(records) == ["ERROR (3 features) reference server exited with code 1:",
+                                    "ERROR (1 feature) bad spec"]
