@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(0)
     if PYTEST_HELP_FLAG not in args:
         try:
-            args = checked_arguments(join_values(args), suite_options())
+            args = checked_arguments(join_values(args), suite_options)
         except PreflightError as exc:
             print(f"ERROR: {exc}", file=sys.stderr)
             sys.exit(int(exc.exit_status))

@@ -120,23 +120,25 @@ def check_option_values(args: Sequence[str], suite: Options) -> None:
                 raise _usage(f"{names[0]} {value!r}: not a number") from None
 
 
-def checked_arguments(args: list[str], suite: Options, probe: bool = True) -> list[str]:
+def checked_arguments(args: list[str], suite: Callable[[], Options],
+                      probe: bool = True) -> list[str]:
     """``args`` (joined: ``--name=value``) after every check; ``--base-url`` rewritten when
     its ``/v1`` was dropped (the note is printed here). ``probe`` sends the preflight
-    requests to the URL."""
-    check_option_names(args, suite)
-    check_option_values(args, suite)
+    requests to the URL. The URL goes first: ``suite`` (the plugins' options) imports the
+    whole suite, SDKs included, which an unreachable URL need not wait for."""
     given = _values(args).get("--base-url")
-    if given is None:
-        return args
-    target = checked_base_url(given)
-    if target.note:
-        print(target.note)
-    if probe:
-        probe_target(target.url, _values(args).get("--api-key"))
-    return [f"--base-url={target.url}" if a.split("=", 1)[0] == "--base-url" else a
-            for a in args]
-
+    if given is not None:
+        target = checked_base_url(given)
+        if target.note:
+            print(target.note)
+        if probe:
+            probe_target(target.url, _values(args).get("--api-key"))
+        args = [f"--base-url={target.url}" if a.split("=", 1)[0] == "--base-url" else a
+                for a in args]
+    options = suite()
+    check_option_names(args, options)
+    check_option_values(args, options)
+    return args
 
 if __name__ == "__main__":
     print("\n".join(sorted(_option_names_here())))

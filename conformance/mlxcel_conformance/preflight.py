@@ -7,12 +7,13 @@ Four mistakes are told apart, within ``PREFLIGHT_BUDGET_S`` seconds in all:
 - a base URL ending in ``/v1``, OpenAI's client convention: the suite adds ``/v1`` itself, so
   the suffix is dropped with a note;
 - nothing answering at the URL (connection refused, unknown host, no answer);
-- a server that answers 401/403 on every LLM route it has (404 on the others: a key is
-  needed), or 404 on every one (not an LLM server, or a wrong path in the URL).
+- a server that answers 401/403 on every generation route it has (404 on the others: a key is
+  needed), or 404 on every LLM route (not an LLM server, or a wrong path in the URL).
 
-Probing stops at the first route that answers with anything else, so a real server sees one
-``GET /v1/models`` (and nothing that generates: the POSTs carry an empty body, which any LLM
-server refuses with a 4xx).
+Probing stops at the first generation route (a POST) that answers with anything else, so a
+real server sees ``GET /v1/models`` and one POST with an empty body, which any LLM server
+refuses with a 4xx without generating. ``GET /v1/models`` alone does not decide: llama-server
+serves it without a key (tools/server/README.md, ``--api-key``).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import httpx
 
 from .exit_codes import SuiteExit
 
-PREFLIGHT_BUDGET_S = 8.0
-_PROBE_TIMEOUT_S = 3.0
+PREFLIGHT_BUDGET_S = 6.0
+_PROBE_TIMEOUT_S = 2.5
 # Routes of the families the suite checks (OpenAI, Anthropic, Open Responses, llama-server):
 # a server with none of them is not what the suite checks.
 LLM_ROUTES: tuple[tuple[str, str], ...] = (
@@ -77,7 +78,7 @@ def checked_base_url(given: str) -> CheckedURL:
 
 def _unreachable(base_url: str, exc: httpx.HTTPError) -> PreflightError:
     if isinstance(exc, httpx.TimeoutException):
-        why = f"no answer within {_PROBE_TIMEOUT_S:.0f} s"
+        why = f"no answer within {_PROBE_TIMEOUT_S:g} s"
     elif isinstance(exc, httpx.ConnectError):
         why = f"connection failed ({exc})" if str(exc) else "connection failed"
     else:
@@ -88,12 +89,12 @@ def _unreachable(base_url: str, exc: httpx.HTTPError) -> PreflightError:
 
 def probe_target(base_url: str, api_key: str | None) -> None:
     """Raise ``PreflightError`` when ``base_url`` is unreachable, needs a key, or is not an
-    LLM server; return at the first LLM route that answers otherwise."""
+    LLM server; return at the first generation route that answers otherwise."""
     headers = {"Authorization": f"Bearer {api_key}", "x-api-key": api_key} if api_key else {}
-    timeout = httpx.Timeout(_PROBE_TIMEOUT_S)
     deadline = time.monotonic() + PREFLIGHT_BUDGET_S
     statuses: dict[str, int] = {}
-    with httpx.Client(base_url=base_url, headers=headers, timeout=timeout) as http:
+    with httpx.Client(base_url=base_url, headers=headers,
+                      timeout=httpx.Timeout(_PROBE_TIMEOUT_S)) as http:
         for method, path in LLM_ROUTES:
             if time.monotonic() > deadline:
                 break
@@ -102,17 +103,20 @@ def probe_target(base_url: str, api_key: str | None) -> None:
             except httpx.HTTPError as exc:
                 if not statuses:  # the first request: nothing answers at all
                     raise _unreachable(base_url, exc) from exc
-                return  # it answered before: a route that fails is the checks' business
+                continue  # it answered before: a route that fails is the checks' business
             statuses[f"{method} {path}"] = response.status_code
-            if response.status_code not in _KEY_STATUSES | {404}:
+            # A generation route that neither asks for a key nor is missing: all is well.
+            # (GET /v1/models does not decide: llama-server serves it without a key.)
+            if method == "POST" and response.status_code not in _KEY_STATUSES | {404}:
                 return
     _judge(base_url, api_key, statuses)
 
 
 def _judge(base_url: str, api_key: str | None, statuses: dict[str, int]) -> None:
     codes = set(statuses.values())
+    posts = {code for route, code in statuses.items() if route.startswith("POST ")}
     seen = ", ".join(f"{route} -> {code}" for route, code in statuses.items())
-    if codes & _KEY_STATUSES and codes <= _KEY_STATUSES | {404}:
+    if posts & _KEY_STATUSES and posts <= _KEY_STATUSES | {404}:
         if api_key:
             raise PreflightError(SuiteExit.NEEDS_KEY, f"{base_url} refused the key passed with "
                                  f"--api-key on every LLM route ({seen})")

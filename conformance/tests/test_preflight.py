@@ -23,9 +23,9 @@ LIMIT_S = 10.0
 
 
 @contextmanager
-def answering(status: int) -> Iterator[tuple[str, list[str]]]:
-    """A server that answers ``status`` to every method and path; yields its URL and the
-    paths it was asked for."""
+def answering(status: int, on_get: int | None = None) -> Iterator[tuple[str, list[str]]]:
+    """A server that answers ``status`` to every method and path (``on_get`` to a GET, where
+    given); yields its URL and the paths it was asked for."""
     seen: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -34,8 +34,9 @@ def answering(status: int) -> Iterator[tuple[str, list[str]]]:
         def _answer(self) -> None:
             seen.append(f"{self.command} {self.path}")
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = b'{"models": [{"name": "m"}]}' if status == 200 else b'{"detail": "no"}'
-            self.send_response(status)
+            code = on_get if on_get is not None and self.command == "GET" else status
+            body = b'{"models": [{"name": "m"}]}' if code == 200 else b'{"detail": "no"}'
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -90,6 +91,14 @@ def test_401_everywhere_asks_for_a_key() -> None:
     assert took < LIMIT_S
 
 
+def test_a_public_model_list_does_not_hide_a_key_requirement() -> None:
+    """llama-server with --api-key lists its models to anyone and refuses the rest."""
+    with answering(401, on_get=200) as (url, _):
+        code, out, _took = _suite("--base-url", url)
+    assert code == SuiteExit.NEEDS_KEY, out
+    assert "this server requires a key: pass --api-key" in _one_error_line(out)
+
+
 def test_403_with_a_key_says_the_key_was_refused() -> None:
     with answering(403) as (url, _):
         code, out, _took = _suite("--base-url", url, "--api-key", "wrong")
@@ -111,7 +120,7 @@ def test_a_base_url_ending_in_v1_is_corrected_with_a_note() -> None:
     assert code == pytest.ExitCode.NO_TESTS_COLLECTED, out  # it ran, with the corrected URL
     assert f"note: --base-url ends in /v1; the suite adds /v1 to every route itself, so it " \
         f"uses {url}" in out
-    assert seen == ["GET /v1/models"]  # one probe, at the right path
+    assert seen == ["GET /v1/models", "POST /v1/chat/completions"]  # at the right paths
 
 
 @pytest.mark.parametrize(("argv", "says"), [
