@@ -115,7 +115,7 @@ def probe_target(base_url: str, api_key: str | None) -> None:
 def _judge(base_url: str, api_key: str | None, statuses: dict[str, int]) -> None:
     codes = set(statuses.values())
     posts = {code for route, code in statuses.items() if route.startswith("POST ")}
-    seen = ", ".join(f"{route} -> {code}" for route, code in statuses.items())
+    seen = _seen(statuses)
     if posts & _KEY_STATUSES and posts <= _KEY_STATUSES | {404}:
         if api_key:
             raise PreflightError(SuiteExit.NEEDS_KEY, f"{base_url} refused the key passed with "
@@ -125,3 +125,11 @@ def _judge(base_url: str, api_key: str | None, statuses: dict[str, int]) -> None
     if codes == {404}:
         raise PreflightError(SuiteExit.NOT_LLM_SERVER, f"this does not look like an LLM server: "
                              f"404 on every LLM route ({seen}); check the path in --base-url")
+
+
+def _seen(statuses: dict[str, int]) -> str:
+    """``401 on all 6 LLM routes probed``, or each route with its status when they differ."""
+    codes = set(statuses.values())
+    if len(codes) == 1:
+        return f"{codes.pop()} on all {len(statuses)} LLM routes probed"
+    return ", ".join(f"{route} -> {code}" for route, code in statuses.items())
