@@ -124,7 +124,7 @@ def _judge(base_url: str, api_key: str | None, statuses: dict[str, int]) -> None
                              f"({seen})")
     if codes == {404}:
         raise PreflightError(SuiteExit.NOT_LLM_SERVER, f"this does not look like an LLM server: "
-                             f"404 on every LLM route ({seen}); check the path in --base-url")
+                             f"{seen}; check the path in --base-url")
 
 
 def _seen(statuses: dict[str, int]) -> str:
