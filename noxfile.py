@@ -1,5 +1,5 @@
 """Sessions: tests (the README's test command), conformance, fuzz, goldens, lint, bench,
-peers, docs, package, suite_alone, fixtures, sharded.
+peers, docs, package, timing, suite_alone, fixtures, sharded.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -165,6 +165,15 @@ def package(session: nox.Session) -> None:
     bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
     _install(session)
     session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
+
+
+@nox.session
+def timing(session: nox.Session) -> None:
+    """The suite's timing-sensitive checks 20 times in a row against one reference server, all
+    PASS every time (tests/test_timing_checks_repeat.py)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slow", "tests/test_timing_checks_repeat.py",
+                *session.posargs)
 
 
 @nox.session
