@@ -272,3 +272,16 @@ def test_services_live_in_the_typed_state() -> None:
     assert services.metrics is not None
     assert (services.encoders, services.audio, services.images) == (None, None, None)
     assert set(vars(app.state)["_state"]) == {"mlxcel"}
+
+
+def test_a_store_path_naming_a_directory_is_refused_before_startup(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser(environ={}).parse_args(["--store-path", str(tmp_path)])
+    assert "is a directory; name a file in it" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser(environ={"MLXCEL_STORE_PATH": str(tmp_path)}).parse_args([])
+    file = str(tmp_path / "store.sqlite3")
+    assert build_parser(environ={}).parse_args(["--store-path", file]).store_path == file
+    assert build_parser(environ={}).parse_args(["--store-path", ":memory:"]).store_path == \
+        ":memory:"

@@ -3,7 +3,7 @@ API stores and logging (flag names and ``LLAMA_ARG_*`` variables as llama-server
 
 from __future__ import annotations
 
-from .option import Option
+from .option import Option, file_path
 
 SERVER = "Server"
 TEMPLATES = "Chat templates"
@@ -63,7 +63,7 @@ SERVER_OPTIONS: tuple[Option[object], ...] = (
            shown_default="the checkpoint's sentence-transformers setting, else mean"),
     Option("store_path", None, "SQLite file holding stored responses and conversations across "
            "restarts; `:memory:` keeps them in memory only (lost when the server stops)", STORES,
-           flags=("--store-path",), env=("MLXCEL_STORE_PATH",),
+           flags=("--store-path",), env=("MLXCEL_STORE_PATH",), type=file_path,
            shown_default="responses.sqlite3 in the user's data directory: $XDG_DATA_HOME/mlxcel/, "
            "else ~/.local/share/mlxcel/ (~/Library/Application Support/mlxcel/ on macOS)"),
     Option("responses_store_max_entries", 1024, "stored responses kept for GET, DELETE, cancel "
