@@ -93,8 +93,8 @@ def test_a_stored_stream_left_by_its_client_is_cancelled_at_once(
         client: SuiteClient, model_name: str | None) -> None:
     require_response_store(client, model_name)
     payload = responses_payload(model_name, "Tell me a long story about a lighthouse.",
-                                max_output_tokens=4000, temperature=1.0, seed=3,
-                                ignore_eos=True)
+                                max_output_tokens=1000, temperature=1.0, seed=3,
+                                ignore_eos=True)  # still generating when the client leaves
     response_id = _leave_mid_stream(client, payload, deltas=3)
     body, waited = _poll_final(client, response_id, CANCEL_BOUND_S * 3)
     check_cancelled_promptly(body, waited, CANCEL_BOUND_S)
