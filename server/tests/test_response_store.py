@@ -184,3 +184,12 @@ def test_default_path_follows_xdg_data_home(monkeypatch: pytest.MonkeyPatch,
 def test_a_directory_is_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(StorePathError, match="is a directory"):
         stores(path=str(tmp_path))
+
+
+def test_any_string_python_holds_round_trips() -> None:
+    """A lone surrogate (refused at the HTTP parser, but a str may hold one) is stored and read
+    back as it was, never an error on GET."""
+    table = stores().responses
+    odd = StoredResponse({"id": "a", "text": "x\ud800y \U0001F600"})
+    assert table.put("a", odd)
+    assert table.get("a") == odd

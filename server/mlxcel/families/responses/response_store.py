@@ -176,7 +176,7 @@ class ResponseDatabase:
                 return None
             conn.execute("UPDATE entries SET used_at = ? WHERE kind = ? AND id = ?",
                          (now, kind, key))
-        return json.loads(row[0])
+        return json.loads(bytes(row[0]).decode("utf-8", "surrogatepass"))
 
     def delete(self, kind: str, key: str) -> bool:
         with self._write() as conn:
