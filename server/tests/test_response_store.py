@@ -193,3 +193,27 @@ def test_any_string_python_holds_round_trips() -> None:
     odd = StoredResponse({"id": "a", "text": "x\ud800y \U0001F600"})
     assert table.put("a", odd)
     assert table.get("a") == odd
+
+
+def test_the_app_purges_expired_entries_without_a_read(
+        fixture_model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The family's lifespan runs the purge timer: an expired entry's bytes go with no GET."""
+    from fastapi.testclient import TestClient
+
+    from mlxcel.app import create_app
+    from mlxcel.config import ServerConfig
+    from mlxcel.engine.worker import Engine, EngineConfig
+    from mlxcel.families.responses import store_service
+
+    monkeypatch.setattr(store_service, "PURGE_INTERVAL_S", 0.05)
+    config = ServerConfig(model=fixture_model, store_path=":memory:",
+                          responses_store_ttl_secs=1)
+    app = create_app(config, Engine(EngineConfig(model=fixture_model)))
+    with TestClient(app):
+        both = store_service.stores_in(app.state.mlxcel)
+        both.responses.put("a", response("a", "x" * 100_000))
+        assert both.db.bytes_held > 100_000
+        deadline = time.monotonic() + 5
+        while both.db.bytes_held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert both.db.bytes_held == 0
