@@ -12,11 +12,10 @@ server/tests/test_step_plan.py states them as a table.
 The rules, in the order ``plan`` applies them:
 
 - **A burst starts together.** An idle engine that has requests waiting first waits until
-  none has arrived for ``ARRIVAL_QUIET_S`` (and no longer than ``ARRIVAL_WINDOW_S`` after the
-  oldest arrived): the requests of a burst, which the event loop parses one after another,
-  then start in one batch. Without it the first decoded alone for a step (~30 ms with the
-  others being parsed) while the rest waited (benchmarks/README.md, "A burst starts
-  together").
+  none has arrived for ``ARRIVAL_QUIET_S`` (``ARRIVAL_WINDOW_S`` at most): the requests of a
+  burst, which the event loop parses one after another, then start in one batch. Without it
+  the first decoded alone for a step (~30 ms with the others being parsed) while the rest
+  waited (benchmarks/README.md, "A burst starts together").
 - **Priority, then arrival.** Free slots take waiting requests in X-Priority order, then in
   order of arrival.
 - **A LoRA adapter waits for the single-sequence lane** (engine/adapters.py): while the lane
@@ -67,6 +66,7 @@ class EngineNow:
     solo: SoloLane = "free"
     vision_model: bool = False  # a VLM: every request decodes on the vision lane
     solo_only: bool = False  # sharded serving (engine/distributed.py)
+    burst_waited_s: float = 0.0  # how long this idle engine has waited for a burst so far
 
 
 @dataclass(frozen=True)
@@ -93,19 +93,21 @@ class StepPlan:
     idle_wait_s: float = 0.0
 
 
-def burst_wait(queue: Sequence[QueuedRequest], idle: bool) -> float:
-    """Seconds an idle engine still waits for a burst to finish arriving; 0 to start now."""
+def burst_wait(queue: Sequence[QueuedRequest], idle: bool, waited_s: float) -> float:
+    """Seconds an idle engine still waits for a burst to finish arriving; 0 to start now.
+
+    Quiet is counted from the later of the newest arrival and the start of the wait, so an
+    engine thread that wakes late (busy CPUs) still gives the burst ``ARRIVAL_QUIET_S``."""
     if not idle or not queue:
         return 0.0
-    newest = min(request.waited_s for request in queue)
-    oldest = max(request.waited_s for request in queue)
-    return max(0.0, min(ARRIVAL_QUIET_S - newest, ARRIVAL_WINDOW_S - oldest))
+    quiet_for = min(min(request.waited_s for request in queue), waited_s)
+    return max(0.0, min(ARRIVAL_QUIET_S - quiet_for, ARRIVAL_WINDOW_S - waited_s))
 
 
 def plan(queue: Sequence[QueuedRequest], free_slots: Sequence[int], engine: EngineNow) -> StepPlan:
     """This iteration's plan (module docstring: the rules)."""
     idle = engine.batch_size == 0 and engine.solo == "free"
-    wait = burst_wait(queue, idle)
+    wait = burst_wait(queue, idle, engine.burst_waited_s)
     if wait > 0:
         return StepPlan(burst_wait_s=wait)
     waiting = sorted(queue, key=lambda request: (request.rank, request.order))
