@@ -285,8 +285,11 @@ class Engine:
         configured = self.draft is not None or self.config.prompt_lookup
         if not configured or not request.sampling.speculative:
             return False
-        processors = bool(request.logits_processor_factories) or bool(
-            build_logits_processors(request.sampling))
+        try:
+            processors = bool(request.logits_processor_factories) or bool(
+                build_logits_processors(request.sampling))
+        except Exception:  # noqa: BLE001 - it fails again, as this request's error, in _start
+            return False
         return drafts(request.sampling, processors, configured, self.config.draft_max)
 
     def _free_slots(self) -> list[int]:
