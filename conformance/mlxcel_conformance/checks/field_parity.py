@@ -7,7 +7,10 @@ Each kind of object has two key sets (``ObjectKind``):
   ``required`` lists, the Anthropic API reference, the Open Responses specification), which every
   recording, old or new, also carries. ``field_parity`` holds every server to it.
 - ``current``: what the real service sends today in every recording of that kind, and what the
-  current specification lists (FACTS.md, "Keys the public specs require"). Where an older
+  current specification lists (OpenAI's openapi.yaml, https://github.com/openai/openai-openapi,
+  ``required`` lists; the Open Responses specification, ResponseResource,
+  https://www.openresponses.org/specification; Anthropic's Message and Usage objects,
+  https://docs.anthropic.com/en/api/messages). Where an older
   recording and the current spec differ, other servers may send either shape; the reference and
   any target whose profile claims the current shapes are held to this one
   (``field_parity_current``).

@@ -3,7 +3,9 @@
 A check is a plain function decorated with `@check(name, severity=..., description=...)`. It
 returns useful parsed data when the property holds and raises `ConformanceFailure` (through
 `fail`) carrying its own name when it does not. Tests call the functions directly or by name
-through `run_check`; the report lists failures by check name.
+through `run_check`; the report lists failures by check name. A check whose few lines run inline
+in a test is registered with `declare` (checks/inline_checks.py): every name `fail` uses is
+registered, so `get_check` finds it and the report can say what it judges.
 
 Every check has a tier and a source (`sources.SOURCES`): a contract check names the public
 contract it enforces, an extension check names the reference feature. `fail` puts both in the
@@ -12,6 +14,7 @@ failure's evidence, so every FAIL says on what authority it was given.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -27,12 +30,24 @@ class CheckSpec:
     name: str
     severity: Severity
     description: str
-    func: Callable[..., Any]
+    func: Callable[..., Any] | None  # None: the check runs inline in its test (`declare`)
     tier: Tier = Tier.CONTRACT
     source: str = ""
 
 
 REGISTRY: dict[str, CheckSpec] = {}
+
+# Modules outside the ``checks`` package that register checks of their own (the HTTP client,
+# the stream readers, the goldens, the fuzzer): `get_check` imports them before it gives up, so a
+# name is found whichever modules a caller happened to import.
+REGISTERING_MODULES = (
+    "mlxcel_conformance.client",
+    "mlxcel_conformance.readers",
+    "mlxcel_conformance.flows",
+    "mlxcel_conformance.goldens",
+    "mlxcel_conformance.checks.audio",
+    "mlxcel_conformance.checks.fuzzing",
+)
 
 
 def check(
@@ -42,7 +57,9 @@ def check(
 
     def register(func: F) -> F:
         earlier = REGISTRY.get(name)
-        if earlier is not None and _origin(earlier.func) != _origin(func):
+        # a declared name (`declare`) may later get its function, from a module imported later
+        if (earlier is not None and earlier.func is not None
+                and _origin(earlier.func) != _origin(func)):
             raise ValueError(f"check {name!r} registered twice")
         doc = description or (func.__doc__ or "").strip().split("\n")[0]
         tier, source = _provenance(name)
@@ -67,7 +84,21 @@ def _origin(func: Callable[..., Any]) -> tuple[str, str]:
     return (getattr(func, "__module__", ""), getattr(func, "__qualname__", ""))
 
 
+def declare(name: str, *, severity: Severity = Severity.HIGH, description: str) -> None:
+    """Register the check `name` whose logic runs inline in a test (a comparison or two too
+    small for a function of its own): it has a severity, a description and a source like any
+    other, and `run_check` refuses it. A name already registered with a function keeps it."""
+    if name in REGISTRY:
+        return
+    tier, source = _provenance(name)
+    REGISTRY[name] = CheckSpec(name=name, severity=severity, description=description, func=None,
+                               tier=tier, source=source)
+
+
 def get_check(name: str) -> CheckSpec:
+    if name not in REGISTRY:
+        for module in REGISTERING_MODULES:
+            importlib.import_module(module)
     try:
         return REGISTRY[name]
     except KeyError:
@@ -76,7 +107,10 @@ def get_check(name: str) -> CheckSpec:
 
 def run_check(name: str, *args: Any, **kwargs: Any) -> Any:
     """Run a registered check by name."""
-    return get_check(name).func(*args, **kwargs)
+    func = get_check(name).func
+    if func is None:
+        raise SetupError(f"check {name!r} runs inline in its test; it has no function to run")
+    return func(*args, **kwargs)
 
 
 def fail(name: str, message: str, *, severity: Severity | None = None,
