@@ -287,7 +287,8 @@ def contract_diffs(method: str, path: str, got: dict[str, Any],
         diffs = [f"event {i}: {error}" for i, event in enumerate(events)
                  for error in spec.validate_sse_event(method, path, event.data, event.event,
                                                       ignore=ignore)[:1]][:5]
-        return diffs or _state_machine_diffs(path, events)
+        # the event order is judged whatever the schema found: one finding never hides another
+        return diffs + _state_machine_diffs(path, events)
     try:
         body = json.loads(raw)
     except ValueError:

@@ -80,10 +80,15 @@ def test_broken_openai_error_rejected(mutation: Any) -> None:
         check_error_body_openai(body)
 
 
-def test_integer_and_null_codes_accepted() -> None:
-    for code in (429, None):
+def test_string_and_null_codes_accepted_an_integer_refused() -> None:
+    """openai-openapi's Error schema: code is a nullable string."""
+    for code in ("rate_limit_exceeded", None):
         body = openai_body()
         body["error"]["code"] = code
+        check_error_body_openai(body)
+    body = openai_body()
+    body["error"]["code"] = 429
+    with rejects("error_body_openai"):
         check_error_body_openai(body)
 
 

@@ -9,7 +9,6 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from mlxcel_conformance.checks.openai_common import is_int
 from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.errors import Severity
 
@@ -110,8 +109,10 @@ def check_error_body_openai(
     if "code" not in error:
         fail(name, "error.code is missing (null is allowed)", severity=Severity.MEDIUM, body=body)
     code = error["code"]
-    if code is not None and not isinstance(code, str) and not is_int(code):
-        fail(name, "error.code is not a string, integer or null", body=body)
+    # openai-openapi's Error schema: code is a nullable string (an integer is not one)
+    if code is not None and not isinstance(code, str):
+        fail(name, f"error.code is {type(code).__name__} {code!r}, not a string or null",
+             severity=Severity.MEDIUM, body=body)
     if error.get("param") is not None and not isinstance(error["param"], str):
         fail(name, "error.param is not a string or null", severity=Severity.LOW, body=body)
     return dict(error)

@@ -169,7 +169,7 @@ KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     # -- errors
     _kind("error.openai", _ERR, ("error",), error=(OBJ,)),
     _kind("error.openai.error", _ERR, ("message", "type", "param", "code"),
-          message=(S,), type=(S,), param=(S, Z), code=(S, N, Z)),
+          message=(S,), type=(S,), param=(S, Z), code=(S, Z)),
     _kind("error.anthropic", _ERR, ("type", "error"), type=(S,), error=(OBJ,)),
     _kind("error.anthropic.error", _ERR, ("type", "message"), type=(S,), message=(S,)),
 )}

@@ -19,7 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
+import pytest
+
 from mlxcel_conformance.checks.sources import SOURCES, Tier
+from mlxcel_conformance.checks.verdict_policy import (
+    DEFAULT_VERDICTS,
+    INCONCLUSIVE_PREFIX,
+    LENIENT_PREFIX,
+    PLATFORM_PREFIX,
+    UNSUPPORTED_PREFIX,
+    VerdictClass,
+)
 from mlxcel_conformance.errors import ConformanceFailure, SetupError, Severity
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,6 +43,7 @@ class CheckSpec:
     func: Callable[..., Any] | None  # None: the check runs inline in its test (`declare`)
     tier: Tier = Tier.CONTRACT
     source: str = ""
+    verdicts: frozenset[VerdictClass] = DEFAULT_VERDICTS  # the classes it may give
 
 
 REGISTRY: dict[str, CheckSpec] = {}
@@ -51,9 +62,11 @@ REGISTERING_MODULES = (
 
 
 def check(
-    name: str, *, severity: Severity = Severity.HIGH, description: str = ""
+    name: str, *, severity: Severity = Severity.HIGH, description: str = "",
+    verdicts: frozenset[VerdictClass] = DEFAULT_VERDICTS,
 ) -> Callable[[F], F]:
-    """Register the decorated function as the check `name`; the function is returned unchanged."""
+    """Register the decorated function as the check `name`; the function is returned unchanged.
+    ``verdicts``: the classes it may give (docs/conformance/verdicts.md)."""
 
     def register(func: F) -> F:
         earlier = REGISTRY.get(name)
@@ -64,7 +77,7 @@ def check(
         doc = description or (func.__doc__ or "").strip().split("\n")[0]
         tier, source = _provenance(name)
         REGISTRY[name] = CheckSpec(name=name, severity=severity, description=doc, func=func,
-                                   tier=tier, source=source)
+                                   tier=tier, source=source, verdicts=verdicts)
         return func
 
     return register
@@ -84,7 +97,8 @@ def _origin(func: Callable[..., Any]) -> tuple[str, str]:
     return (getattr(func, "__module__", ""), getattr(func, "__qualname__", ""))
 
 
-def declare(name: str, *, severity: Severity = Severity.HIGH, description: str) -> None:
+def declare(name: str, *, severity: Severity = Severity.HIGH, description: str,
+            verdicts: frozenset[VerdictClass] = DEFAULT_VERDICTS) -> None:
     """Register the check `name` whose logic runs inline in a test (a comparison or two too
     small for a function of its own): it has a severity, a description and a source like any
     other, and `run_check` refuses it. A name already registered with a function keeps it."""
@@ -92,7 +106,7 @@ def declare(name: str, *, severity: Severity = Severity.HIGH, description: str) 
         return
     tier, source = _provenance(name)
     REGISTRY[name] = CheckSpec(name=name, severity=severity, description=description, func=None,
-                               tier=tier, source=source)
+                               tier=tier, source=source, verdicts=verdicts)
 
 
 def get_check(name: str) -> CheckSpec:
@@ -114,12 +128,53 @@ def run_check(name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def fail(name: str, message: str, *, severity: Severity | None = None,
-         source: str | None = None, **evidence: Any) -> NoReturn:
+         source: str | None = None, ignored: bool = False, **evidence: Any) -> NoReturn:
     """Raise the failure of check `name`, with its registered severity unless overridden. The
     evidence carries the check's tier and source (`source` overrides the registered one, for a
-    check applied to one particular documented case)."""
+    check applied to one particular documented case). ``ignored``: the server accepted a field
+    and silently did not honour it, the IGNORED class of FAIL (named in the message and the
+    evidence); the check must declare it."""
     spec = REGISTRY.get(name)
     default = spec.severity if spec is not None else Severity.HIGH
     tier, registered = _provenance(name)
     evidence = {"source": source or registered, "tier": tier.value, **evidence}
+    if ignored:
+        _allowed(name, VerdictClass.IGNORED)
+        evidence["verdict_class"] = VerdictClass.IGNORED.value
+        message = f"IGNORED: {message}"
     raise ConformanceFailure(name, message, severity or default, evidence)
+
+
+def _allowed(name: str, verdict: VerdictClass) -> None:
+    spec = get_check(name)
+    if verdict not in spec.verdicts:
+        raise SetupError(f"check {name!r} may not give {verdict.value}: it declares "
+                         f"{sorted(v.value for v in spec.verdicts)}")
+
+
+def unsupported(name: str, message: str) -> NoReturn:
+    """The server refused cleanly (a 4xx in its family's error shape) a combination it does not
+    offer: UNSUPPORTED, not FAIL. The check must declare UNSUPPORTED."""
+    _allowed(name, VerdictClass.UNSUPPORTED)
+    pytest.skip(f"{UNSUPPORTED_PREFIX}{name}: {message}")
+
+
+def lenient(name: str, message: str) -> NoReturn:
+    """The server accepted a request its spec calls invalid: shown, never counted as a FAIL.
+    The check must declare LENIENT."""
+    _allowed(name, VerdictClass.LENIENT)
+    pytest.skip(f"{LENIENT_PREFIX}{name}: {message}")
+
+
+def inconclusive(name: str, message: str) -> NoReturn:
+    """What the server answered cannot decide the check (an answer cut by max_tokens): no
+    verdict at all, and certainly not a PASS."""
+    get_check(name)
+    pytest.skip(f"{INCONCLUSIVE_PREFIX}{name}: {message}")
+
+
+def platform_error(name: str, message: str) -> NoReturn:
+    """The server failed for a platform it does not support (a Metal-only kernel on Linux):
+    ERROR/platform, a fault of where the suite ran it, not a FAIL."""
+    _allowed(name, VerdictClass.ERROR)
+    raise SetupError(f"{PLATFORM_PREFIX}{name}: {message}")

@@ -39,7 +39,8 @@ def test_completion_stream_framing(client: SuiteClient, model_name: str | None) 
 @pytest.mark.conformance(family="completions", feature="completions.stream.usage_chunk")
 def test_completion_stream_usage_chunk(client: SuiteClient, model_name: str | None) -> None:
     payload = completion_payload(model_name, stream_options={"include_usage": True})
-    check_usage_chunk_last(read_stream(client, payload, COMPLETIONS_PATH).chunks)
+    # read strictly: the usage chunk is a text_completion chunk like any other
+    check_usage_chunk_last(completion_stream(client, payload).chunks)
 
 
 @pytest.mark.conformance(family="completions", feature="completions.stream.matches_json")
