@@ -88,7 +88,7 @@ def test_a_chat_usage_chunk_is_held_to_chat_completion_chunk() -> None:
 def _interleaved_messages_stream() -> str:
     """llama-server's /v1/messages stream with thinking: block 1 starts before block 0 stops,
     and the thinking block carries no signature."""
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+    message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
                "content": [], "stop_reason": None, "stop_sequence": None,
                "usage": {"input_tokens": 3, "output_tokens": 0}}
     return _sse(
