@@ -9,7 +9,9 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from mlxcel_conformance.checks.contract_edges import judge_leniency
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 # The error `type` the Anthropic API pairs with each status.
@@ -29,6 +31,7 @@ ANTHROPIC_ERROR_TYPES: dict[int, str] = {
     "error_status",
     severity=Severity.HIGH,
     description="the HTTP status is the specified one; a 500 only where the spec documents it",
+    verdicts=frozenset({VerdictClass.FAIL, VerdictClass.LENIENT, VerdictClass.UNSUPPORTED}),
 )
 def check_error_status(status: int, expected: int | Collection[int], *,
                        source: str | None = None, case: str | None = None) -> int:
@@ -39,6 +42,7 @@ def check_error_status(status: int, expected: int | Collection[int], *,
     problem = status_problem(status, allowed)
     if problem is None:
         return status
+    judge_leniency(status, allowed, case)
     fail("error_status", f"{problem} ({case})" if case else problem,
          severity=Severity.CRITICAL if status == 500 else None, source=source,
          status=status, expected=sorted(allowed), defect=f"error_status: {problem}")

@@ -27,6 +27,7 @@ from mlxcel_conformance.checks.verdict_policy import (
     INCONCLUSIVE_PREFIX,
     LENIENT_PREFIX,
     PLATFORM_PREFIX,
+    SHOWN_AS_UNSUPPORTED,
     UNSUPPORTED_PREFIX,
     VerdictClass,
 )
@@ -163,14 +164,14 @@ def lenient(name: str, message: str) -> NoReturn:
     """The server accepted a request its spec calls invalid: shown, never counted as a FAIL.
     The check must declare LENIENT."""
     _allowed(name, VerdictClass.LENIENT)
-    pytest.skip(f"{LENIENT_PREFIX}{name}: {message}")
+    pytest.skip(f"{LENIENT_PREFIX}{name}: {message}{SHOWN_AS_UNSUPPORTED}")
 
 
 def inconclusive(name: str, message: str) -> NoReturn:
     """What the server answered cannot decide the check (an answer cut by max_tokens): no
     verdict at all, and certainly not a PASS."""
     get_check(name)
-    pytest.skip(f"{INCONCLUSIVE_PREFIX}{name}: {message}")
+    pytest.skip(f"{INCONCLUSIVE_PREFIX}{name}: {message}{SHOWN_AS_UNSUPPORTED}")
 
 
 def platform_error(name: str, message: str) -> NoReturn:
