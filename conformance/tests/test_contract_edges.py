@@ -5,6 +5,7 @@ missing kernel ERROR/platform, a peer's documented values valid under its profil
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +17,11 @@ from mlxcel_conformance.checks.contract_edges import (
 )
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
 from mlxcel_conformance.checks.registry import fail, lenient, unsupported
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import ConformanceFailure, SetupError
-from mlxcel_conformance.profiles import get_profile
+from mlxcel_conformance.profiles import ALL_EXTENSIONS, get_profile
+
+EXTENSIONS_AT_THE_EDGE = ("edge_limits", "route_errors")
 
 SKIP = pytest.skip.Exception
 TOOLS_STREAM = {"messages": [], "tools": [{}], "stream": True, "logprobs": True}
@@ -85,3 +89,12 @@ def test_the_registry_refuses_a_verdict_its_check_did_not_declare() -> None:
         unsupported("sse_framing", "x")
     with pytest.raises(SetupError, match="may not give LENIENT"):
         lenient("http_status", "x")
+
+
+def test_the_policy_page_names_every_verdict_class() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "conformance" / "verdicts.md")
+    text = page.read_text()
+    for verdict in VerdictClass:
+        assert f"**{verdict.value}**" in text, verdict
+    for edge in EXTENSIONS_AT_THE_EDGE:
+        assert edge in ALL_EXTENSIONS and f"`{edge}`" in text
