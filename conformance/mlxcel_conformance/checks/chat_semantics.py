@@ -112,14 +112,16 @@ def check_structured_output(text: str, schema: Mapping[str, Any],
         return None
     if finish_reason != "stop":
         fail("structured_output_valid", f"finish_reason {finish_reason!r}", text=text)
+    # A complete answer that is not JSON, or breaks the schema, was not constrained by the
+    # response_format the server accepted: silently not honoured (IGNORED, a FAIL class).
     try:
         value = json.loads(text)
     except ValueError:
-        fail("structured_output_valid", "the output is not JSON", text=text)
+        fail("structured_output_valid", "the output is not JSON", ignored=True, text=text)
     errors = list(jsonschema.Draft202012Validator(dict(schema)).iter_errors(value))
     if errors:
         fail("structured_output_valid", f"the output breaks the schema: {errors[0].message}",
-             text=text, schema=dict(schema))
+             ignored=True, text=text, schema=dict(schema))
     return value
 
 
