@@ -4,9 +4,9 @@
 model names) the transcript must be identical, text and token counts included; fractional numbers
 (logprobs, embeddings) within a relative or absolute 1e-4, since the last bits of a float depend
 on the BLAS and kernels the server runs on, not on what it does: a logprob near 0 is a difference
-of two logits, and MLX's float32 ones are within 2.4e-5 of a float64 reference where the
-reference server's NumPy decode path is within 4e-7, so the two differ by up to 5e-5 in absolute
-terms and by percents in relative ones (docs/design.md).
+of two logits, and MLX's float32 ones are within 2.4e-5 of a float64 reference, so two
+builds summing in another order (another BLAS, another backend) differ by up to 5e-5 in absolute
+terms and by percents in relative ones.
 ``shape``: any server; structure, JSON types, status codes and the order of stream event kinds
 must match, while text and counts may differ; what every plain answer of the route carries is
 left to the body and parity features (``golden_base``). Both modes return readable diffs. A body

@@ -203,7 +203,7 @@ def test_prompt_filling_the_context_is_rejected(engine: Engine) -> None:
 
 
 def test_max_tokens_is_clipped_to_the_context(fixture_model: str) -> None:
-    small = Engine(EngineConfig(model=fixture_model, ctx_size=8))
+    small = Engine(EngineConfig(model=fixture_model, ctx_size=8, parallel=1))  # 8 in one slot
     small.start()
     try:
         assert small.wait_ready(60)

@@ -180,12 +180,17 @@ def check_cache_stats(body: Any) -> None:
 
 
 @check("priority_order", severity=Severity.MEDIUM,
-       description="With every slot busy, an X-Priority: high request is admitted before an "
-       "earlier low one")
-def check_priority_order(finish_order: Sequence[str]) -> None:
-    if finish_order[:1] != ["high"]:
-        fail("priority_order", "the low-priority request was served first",
-             finish_order=list(finish_order))
+       description="With every slot busy, an X-Priority: high request takes the next free slot "
+       "before an earlier low one (as /slots shows)")
+def check_priority_order(admitted: Sequence[str], slots: Sequence[Mapping[str, Any]]) -> None:
+    """``admitted``: which of the two queued requests ("high", "low") hold a slot in the
+    ``/slots`` body ``slots``, read after one slot was freed while both waited."""
+    if not admitted:
+        fail("priority_order", "neither queued request took the slot that was freed",
+             slots=list(slots))
+    if "high" not in admitted:
+        fail("priority_order", "the low-priority request took the freed slot while the "
+             "high-priority one still waited", admitted=list(admitted), slots=list(slots))
 
 
 @check("loop_detection", severity=Severity.MEDIUM,

@@ -14,6 +14,7 @@ from ..generation import LoopDetection, PromptProgress
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .loop_detection import tail_loops
+from .single_sequence import SingleSequenceRun
 from .stops import StopMatcher
 
 
@@ -25,18 +26,22 @@ class SequenceGuard:
         self.error: str | None = None
 
     def processor(
-        self, inner: Callable[[mx.array, mx.array], mx.array], *, eval_now: bool = True
+        self, inner: Callable[[mx.array, mx.array], mx.array]
     ) -> Callable[..., Any]:
-        """``eval_now`` surfaces a failure here rather than later inside the batch's eval
-        (user-supplied processors such as grammars); built-in ones skip that cost."""
+        """``inner`` behind the guard. Nothing is evaluated here: a processor's Python code
+        (a grammar's matcher) and MLX's shape checks fail when it is called, and a result of
+        another shape than the logits it was given is refused here, before the batch stacks
+        the rows; what could fail only when evaluated fails at the batch's own evaluation,
+        once per step, rather than each processor forcing the step's forward pass early."""
 
         def guarded(tokens: mx.array, logits: mx.array) -> mx.array:
             if self.error is not None:
                 return logits
             try:
                 out = inner(tokens, logits)
-                if eval_now:
-                    mx.eval(out)
+                if not isinstance(out, mx.array) or out.shape != logits.shape:
+                    raise TypeError(f"a logits processor returned {type(out).__name__} "
+                                    f"{getattr(out, 'shape', '')} for logits {logits.shape}")
                 return out
             except Exception as exc:  # noqa: BLE001 - recorded, reported as this request's error
                 self.error = type(exc).__name__
@@ -73,8 +78,8 @@ class ActiveSequence:
     generated: list[int] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     first_token_at: float | None = None
-    # A SoloRun (or SpeculativeRun) when the sequence decodes on the single-sequence path.
-    solo: Any = None
+    # Its runner when the sequence decodes on the single-sequence lane.
+    solo: SingleSequenceRun | None = None
     # The last prompt progress sent (requests with report_progress only).
     progress_sent: int = -1
 

@@ -1,6 +1,5 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
-once with continuous batching (mlx-lm's ``BatchGenerator``; on MLX's CPU backend, for dense
-llama-family models, the NumPy batch of ``engine/numpy_decode/`` unless ``--no-numpy-decode``).
+once with continuous batching (mlx-lm's ``BatchGenerator``).
 
 Each loop iteration: drop requests whose client left, admit queued requests into free slots
 (highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
@@ -45,11 +44,9 @@ from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
 from .engine_config import EngineConfig
 from .handle import RequestHandle
+from .lane_choice import LaneFacts, lane_for
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
-from .numpy_decode import NumpyBatch, Weights, copy_bytes, numpy_weights
-from .numpy_decode.laned import LanedBatch
-from .numpy_decode.lanes import LaneError, Lanes, lane_count, start_lanes
 from .penalties import build_logits_processors
 from .prompt_cache import PromptCache
 from .sampling import (
@@ -76,8 +73,7 @@ __all__ = ["Engine", "EngineConfig", "EngineStats"]
 # (at most ARRIVAL_WINDOW_S) before starting it: the requests of a burst, which the event
 # loop parses one after another, then start together in one batch. Without it the first
 # decoded alone for a step (~30 ms with the others being parsed) while the rest waited
-# (benchmarks/README.md, "A burst starts together"). The NumPy batch has no single-sequence
-# lane to avoid (a request joins it at the next step), so it starts requests at once.
+# (benchmarks/README.md, "A burst starts together").
 ARRIVAL_QUIET_S = 0.005
 ARRIVAL_WINDOW_S = 0.020
 
@@ -117,6 +113,7 @@ class Engine:
         self.config = config
         self.state = "loading"
         self.load_error: str | None = None
+        self.load_exception: Exception | None = None
         self.model: LoadedModel | None = None
         self.draft: LoadedModel | None = None
         self.stats = EngineStats()
@@ -132,9 +129,7 @@ class Engine:
         self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
         self.solo_moves = 0  # sequences moved from the single-sequence lane into the batch
-        self._batch: BatchGenerator | NumpyBatch | None = None
-        self._numpy_weights: Weights | None = None
-        self._lanes: Lanes | None = None
+        self._batch: BatchGenerator | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
         self._logprobs: LogprobRenderer | None = None
@@ -244,7 +239,7 @@ class Engine:
             return
         while not self._stopping:
             self._reap_cancelled()
-            if self._idle and len(self.queue) and self._solo_lane_pays:
+            if self._idle and len(self.queue):
                 self.queue.settle(ARRIVAL_QUIET_S, ARRIVAL_WINDOW_S)
             self._admit()
             if self._idle:
@@ -257,8 +252,6 @@ class Engine:
         for seq in self._running():
             self._finish(seq, "cancelled")
         mx.synchronize(generation_stream)  # this thread's own streams: see stop()
-        if self._lanes is not None:  # their processes end with the engine
-            self._lanes.close()
 
     @property
     def _idle(self) -> bool:
@@ -271,20 +264,10 @@ class Engine:
                 self.model = load_vision_model(self.config.model, ctx_size=self.config.
                                                slot_ctx_size, policy=self.config.media)
             else:
-                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size,
-                                        cpu_kernels=self.config.cpu_kernels)
+                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
                 if self.config.draft_model:
-                    self.draft = load_draft_model(self.config.draft_model, self.model,
-                                                  cpu_kernels=self.config.cpu_kernels)
+                    self.draft = load_draft_model(self.config.draft_model, self.model)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
-            self._numpy_weights = numpy_weights(
-                self.model.model, self.config.numpy_decode and self.model.vision is None
-                and not self.config.solo_only, threads=self.config.numpy_threads)
-            if self._numpy_weights is not None:
-                spread_from = self.config.decode_lanes_from
-                self._lanes = start_lanes(self._numpy_weights, lane_count(
-                    self.config.decode_lanes, copy_bytes(self.model.model) // 4,
-                    slots=len(self.slots), spread_from=spread_from), spread_from)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()
@@ -295,26 +278,15 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - any load failure is reported, not raised
             self.state = "failed"
             self.load_error = f"{type(exc).__name__}: {exc}"
-            log.exception("model failed to load")
+            self.load_exception = exc
+            # mlxcel-server reports it in one line (startup.py); the traceback is for debugging
+            log.debug("model failed to load", exc_info=True)
             if self.on_fatal is not None:
                 self.on_fatal()
             return False
 
-    def _new_batch(self) -> BatchGenerator | NumpyBatch:
+    def _new_batch(self) -> BatchGenerator:
         assert self.model is not None
-        if self._numpy_weights is not None and self._lanes is not None:
-            try:
-                return LanedBatch(self._numpy_weights, self._lanes,
-                                  prefill_step_size=self.config.prefill_step_size,
-                                  cache_dtype=self._numpy_weights.dtype)
-            except LaneError:  # a lane could not be started again: decode in this process
-                log.exception("decode lanes lost; decoding in the server's process")
-                self._lanes.close()
-                self._lanes = None
-        if self._numpy_weights is not None:
-            return NumpyBatch(self._numpy_weights,
-                              prefill_step_size=self.config.prefill_step_size,
-                              cache_dtype=self._numpy_weights.dtype)
         n = len(self.slots)
         return BatchGenerator(
             self.model.model,
@@ -372,31 +344,22 @@ class Engine:
             cached_tokens=cached,
         )
         seq.report_progress(cached)  # llama-server's first progress: the cached part only
-        sampler = build_sampler(request.sampling, model.vocab_size)
-        # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
-        # batch: argmax draws nothing; other samplers without a rewind cannot move.
-        rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
-                  else _draws_nothing if sampler is greedy_sampler else None)
-        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
-            sampler = seq.guard.sampler(sampler)
-        builtin = build_logits_processors(request.sampling)
-        processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
-        processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
+        sampler, rewind, processors = self._guarded_decoding(seq, model.vocab_size)
         # Sharded serving mirrors model calls on the followers, not cache trims: no drafter;
         # a VLM decodes on its own lane without one.
         drafter = None if self.config.solo_only or model.vision is not None else choose_drafter(
             request.sampling, bool(processors), self.draft.model if self.draft else None,
             self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
-        if model.vision is not None:
+        lane = lane_for(LaneFacts(
+            vision_model=model.vision is not None, solo_only=self.config.solo_only,
+            lane_free=self._solo is None,
+            needs_lane=drafter is not None or needs_solo_lane(handle),
+            batch_empty=not self._by_uid, queue_empty=len(self.queue) == 0))
+        if lane == "vision":
             seq.solo = VisionRun(model.model, list(prompt), request.vision, sampler, processors,
                                  max_tokens, self.config.prefill_step_size)
             self._solo = seq
-        # A speculative or adapter request takes the single-sequence lane whenever it is free
-        # (neither can join the batch); a speculative one finding it taken decodes plainly in
-        # the batch, an adapter one waits for it (see _admit).
-        elif self.config.solo_only or (self._solo is None and (
-                drafter is not None or needs_solo_lane(handle)
-                or (self._solo_lane_pays and not self._by_uid and len(self.queue) == 0))):
+        elif lane == "solo":
             weights = self.adapters.get(request.adapter) if request.adapter else model.model
             solo_cache = cache or make_prompt_cache(weights)
             if drafter is not None and can_speculate(solo_cache):
@@ -431,12 +394,6 @@ class Engine:
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
 
-    @property
-    def _solo_lane_pays(self) -> bool:
-        """Whether a lone plain request decodes faster on the single-sequence lane than in
-        the batch: true of mlx-lm's ``BatchGenerator``, not of the NumPy batch."""
-        return not isinstance(self._batch, NumpyBatch)
-
     def _move_solo_to_batch(self) -> None:
         """A plain sequence on the single-sequence lane joins the batch that a new request is
         about to start, so each step is one forward pass rather than two (engine/solo.py)."""
@@ -469,6 +426,7 @@ class Engine:
         return solo + list(self._by_uid.values())
 
     def _solo_step(self, seq: ActiveSequence) -> None:
+        assert seq.solo is not None  # the lane's sequence has its runner
         try:
             response = seq.solo.next()
         except StopIteration:
@@ -497,12 +455,56 @@ class Engine:
                 reading.report_progress(reading.cached_tokens + chunk.progress[0])
         if responses:
             self.stats.decode_steps_processed += 1
-        for response in responses:
-            running = self._by_uid.get(response.uid)
-            if running is not None:
-                self._on_token(running, response)
+        pairs = [(running, response) for response in responses
+                 if (running := self._by_uid.get(response.uid)) is not None]
+        for (running, response), logprob in zip(pairs, self._step_logprobs(pairs), strict=True):
+            self._on_token(running, response, logprob)
 
-    def _on_token(self, seq: ActiveSequence, response: Any) -> None:
+    def _step_logprobs(self, pairs: list[tuple[ActiveSequence, Any]]) -> list[TokenLogprob | None]:
+        """The logprobs of every sequence of a step that asked for them, rendered together
+        (one host transfer for the step, not three per sequence)."""
+        out: list[TokenLogprob | None] = [None] * len(pairs)
+        wanted = [i for i, (seq, _) in enumerate(pairs) if seq.handle.request.logprobs]
+        if not wanted or self._logprobs is None:
+            return out
+        rows, tokens, top_ns = [], [], []
+        for i in wanted:
+            seq, response = pairs[i]
+            rows.append(self._logprob_row(seq, response))
+            tokens.append(int(response.token))
+            top_ns.append(seq.handle.request.top_logprobs)
+        for i, rendered in zip(wanted, self._logprobs.render_batch(rows, tokens, top_ns),
+                               strict=True):
+            out[i] = rendered
+        return out
+
+    @staticmethod
+    def _guarded_decoding(seq: ActiveSequence, vocab_size: int) -> tuple[Any, Any, list[Any]]:
+        """The request's sampler, what undoes its last draw, and its logits processors, each
+        behind the sequence's guard."""
+        request = seq.handle.request
+        sampler = build_sampler(request.sampling, vocab_size)
+        # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
+        # batch: argmax draws nothing; other samplers without a rewind cannot move.
+        rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
+                  else _draws_nothing if sampler is greedy_sampler else None)
+        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
+            sampler = seq.guard.sampler(sampler)
+        builtin = build_logits_processors(request.sampling)
+        processors: list[Any] = [seq.guard.processor(p) for p in builtin]
+        processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
+        return sampler, rewind, processors
+
+    @staticmethod
+    def _logprob_row(seq: ActiveSequence, response: Any) -> Any:
+        request = seq.handle.request
+        return post_sampling_logprobs(response.logprobs, request.sampling) \
+            if request.post_sampling_probs else response.logprobs
+
+    def _on_token(self, seq: ActiveSequence, response: Any,
+                  rendered: TokenLogprob | None = None) -> None:
+        """One sampled token of ``seq``; ``rendered`` is its logprobs when the batch step
+        rendered them already."""
         removed = response.finish_reason is not None
         cache = (response.prompt_cache, response.all_tokens) if removed else None
         if seq.guard.error is not None:
@@ -522,10 +524,11 @@ class Engine:
             self._finish(seq, "stop", removed=removed, cache=cache)
             return
         logprobs: tuple[TokenLogprob, ...] = ()
-        if request.logprobs and self._logprobs is not None:
-            row = post_sampling_logprobs(response.logprobs, request.sampling) \
-                if request.post_sampling_probs else response.logprobs
-            logprobs = (self._logprobs.render(row, token, request.top_logprobs),)
+        if rendered is not None:
+            logprobs = (rendered,)
+        elif request.logprobs and self._logprobs is not None:
+            logprobs = (self._logprobs.render(self._logprob_row(seq, response), token,
+                                              request.top_logprobs),)
         text = seq.stops.feed(seq.detok.add(token))
         if text or logprobs:
             seq.handle.emit(TokenDelta(text, (token,), logprobs))
@@ -544,7 +547,7 @@ class Engine:
         cache: tuple[Any, Any] | None = None,
     ) -> None:
         request = seq.handle.request
-        draft = getattr(seq.solo, "draft_stats", None)
+        draft = seq.solo.draft_stats if seq.solo is not None else None
         donate = self._caches(request) and reason != "error"
         if seq.solo is not None:
             if cache is None and donate:
