@@ -20,7 +20,8 @@ import pytest
 from _conformance_run import MODELS, serve
 
 MODEL = MODELS / "qwen3-tiny"
-SHAPE_FEATURES = {"chat.json.body", "chat.n.json", "parity.chat.json", "parity.chat.tool_calls.json"}
+SHAPE_FEATURES = {"chat.json.body", "chat.n.json", "parity.chat.json",
+                  "parity.chat.tool_calls.json"}
 SELECT = "test_chat or test_field_parity or test_structured or test_golden"
 
 
