@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mlxcel_conformance.checks.chat_choices import check_chat_choices
 from mlxcel_conformance.checks.contract_edges import (
     judge_leniency,
     judge_refusal,
@@ -98,3 +99,11 @@ def test_the_policy_page_names_every_verdict_class() -> None:
         assert f"**{verdict.value}**" in text, verdict
     for edge in EXTENSIONS_AT_THE_EDGE:
         assert edge in ALL_EXTENSIONS and f"`{edge}`" in text
+
+
+def test_a_field_accepted_and_not_honoured_is_ignored() -> None:
+    """mlx-lm answers n=2 with one choice; the IGNORED class names it, and it still fails."""
+    one = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}
+    with pytest.raises(ConformanceFailure, match="IGNORED") as info:
+        check_chat_choices(one, 2)
+    assert info.value.evidence["verdict_class"] == "IGNORED"

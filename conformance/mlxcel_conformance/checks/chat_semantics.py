@@ -33,7 +33,8 @@ def check_tool_markup_hidden(content: str | None) -> None:
 
 
 @check("tool_calls_finish_reason", severity=Severity.CRITICAL,
-       description="finish_reason is tool_calls exactly when the answer carries tool calls")
+       description="finish_reason is tool_calls exactly when the answer carries tool calls",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_tool_calls_finish_reason(finish_reason: str | None,
                                    calls: Sequence[Mapping[str, Any]]) -> None:
     if calls and finish_reason not in ("tool_calls", "length"):
@@ -49,7 +50,7 @@ def _tool_schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 @check("tool_call_declared", severity=Severity.CRITICAL,
        description="every call names a declared (or the forced) function with schema-valid "
-       "JSON arguments")
+       "JSON arguments", verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_tool_call_declared(calls: Sequence[Mapping[str, Any]],
                              tools: Sequence[Mapping[str, Any]],
                              forced: str | None = None) -> None:

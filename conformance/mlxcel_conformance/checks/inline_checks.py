@@ -9,6 +9,7 @@ test that makes the request judges it. Each row names the test module that does.
 from __future__ import annotations
 
 from mlxcel_conformance.checks.registry import declare
+from mlxcel_conformance.checks.verdict_policy import DEFAULT_VERDICTS, VerdictClass
 from mlxcel_conformance.errors import Severity
 
 # name -> what it judges [the test module that runs it]. Each fails with HIGH severity, as it
@@ -69,5 +70,10 @@ INLINE_CHECKS: dict[str, str] = {
                               "[test_unconfigured_routes]",
 }
 
+# Inline checks that may find a field accepted and silently not honoured (IGNORED).
+MAY_FIND_IGNORED = frozenset({"forced_tool_call", "max_tokens_honoured"})
+
 for _name, _description in INLINE_CHECKS.items():
-    declare(_name, severity=Severity.HIGH, description=_description)
+    declare(_name, severity=Severity.HIGH, description=_description,
+            verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED})
+            if _name in MAY_FIND_IGNORED else DEFAULT_VERDICTS)

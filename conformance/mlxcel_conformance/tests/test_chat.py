@@ -74,6 +74,8 @@ def test_chat_token_limit(client: SuiteClient, model_name: str | None, field: st
         fail(
             "max_tokens_honoured",
             f"{field}=3 gave {used} completion tokens ({reason})",
+            # more tokens than asked for: the limit was accepted and not honoured
+            ignored=isinstance(used, int) and used > 3,
             usage=body.get("usage"),
             finish_reason=reason,
         )
