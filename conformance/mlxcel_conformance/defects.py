@@ -44,6 +44,10 @@ _FORMS = (
     (re.compile(r"^golden: body"), "schema: body"),
     (re.compile(r"^schema: (?:GET|POST|DELETE) \S+ (?:\d{3}: )?(?:event N: )?"), "schema: "),
 )
+# A body that is not JSON, whichever form found it (the check, a golden, the SDK's decoder): one
+# cause per family, since a route that answers no JSON at all says nothing of the others.
+_NOT_JSON = re.compile(r"^(?:json_body: response body is not JSON|JSONDecodeError: |"
+                       r"schema: body: expected JSON, got text)")
 # Server-made ids (tool call ids, message ids) say nothing about the cause.
 _IDS = re.compile(r"(['\"])[A-Za-z0-9_-]{16,}\1")
 _POSITIONS = (
@@ -52,6 +56,7 @@ _POSITIONS = (
     (re.compile(r"\[\d+\]"), "[N]"),
     (re.compile(r"/\d+(?=/|:|\s|$)"), "/N"),
     (re.compile(r"\b\d+(\.\d+)? ?s\b"), "N s"),
+    (re.compile(r"\b([a-z_]+)=\d+\b"), r"\1=N"),  # the value a case sent: logprobs=1, =5
 )
 
 
@@ -98,7 +103,10 @@ def entry(check: str, message: str, evidence: Mapping[str, Any],
         request = evidence.get("request")
         if evidence.get("transport_error") and isinstance(request, str):
             cause = f"{check} on {request.split('?')[0]}: {message}"
-    return {"key": root_cause(cause), "check": check, "message": message[:KEY_LIMIT],
+    key = root_cause(cause)
+    if _NOT_JSON.match(key):
+        key = f"not_json: [{family}] the body is not JSON"
+    return {"key": key, "check": check, "message": message[:KEY_LIMIT],
             "source": str(evidence.get("source") or ""), "family": family}
 
 

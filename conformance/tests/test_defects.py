@@ -193,3 +193,16 @@ def test_pages_count_and_list_each_defect_once(tmp_path: Path) -> None:
     assert f"[parity.chat.json](#{anchor('chat', 'parity.chat.json')})" in row
     html = (tmp_path / "llama-server.html").read_text()
     assert 'id="distinct-defects"' in html and "Distinct defects: 2" in html
+
+
+def test_a_body_that_is_not_json_is_one_defect_per_family() -> None:
+    """mlx-lm's /v1/models without a hub cache: an empty body, found by the check and the
+    golden alike."""
+    check = entry("json_body", "response body is not JSON: Expecting value: line 1 column 1",
+                  {}, "models")
+    golden = entry("golden_transcript", "x", {"defect": 'golden: body: expected JSON, got text ""'},
+                   "models")
+    chat = entry("json_body", "response body is not JSON: Expecting value", {}, "chat")
+    assert check["key"] == golden["key"] != chat["key"]
+    assert entry("c", "HTTP 400 for logprobs=1", {})["key"] == \
+        entry("c", "HTTP 400 for logprobs=5", {})["key"]
