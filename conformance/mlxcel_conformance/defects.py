@@ -93,6 +93,25 @@ def root_cause(cause: str) -> str:
     return cause
 
 
+# A 500 for bad input is where the server crashed, and the input says where: malformed JSON on
+# four routes is one crash, an image part another (the case, from the feature's message or the
+# golden's name).
+_CRASH = "error_status: HTTP 500 for a client error"
+_CASE = re.compile(r"\(([^()]+)\)\s*$")
+
+
+def _crash_input(message: str, evidence: Mapping[str, Any]) -> str:
+    found = _CASE.search(message)
+    case = evidence.get("case")
+    if found is not None:
+        said = found.group(1)
+    elif isinstance(case, str):
+        said = case.rsplit("/", 1)[-1].removeprefix("error_")
+    else:
+        return ""
+    return f" [input: {' '.join(said.replace('_', ' ').lower().split())}]"
+
+
 def entry(check: str, message: str, evidence: Mapping[str, Any],
           family: str = "") -> dict[str, str]:
     """The defect of one failing test of ``family``; the family (a route or a client) is not
@@ -106,6 +125,8 @@ def entry(check: str, message: str, evidence: Mapping[str, Any],
     key = root_cause(cause)
     if _NOT_JSON.match(key):
         key = f"not_json: [{family}] the body is not JSON"
+    if key.startswith(_CRASH):
+        key += _crash_input(message, evidence)
     return {"key": key, "check": check, "message": message[:KEY_LIMIT],
             "source": str(evidence.get("source") or ""), "family": family}
 

@@ -10,6 +10,7 @@ import pytest
 
 from mlxcel_conformance.checks.errors_checks import check_error_status
 from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.checks.vision import check_image_not_a_server_error
 from mlxcel_conformance.defects import distinct, entry, fail_rows, normalize, refusal
 from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.goldens import check_golden
@@ -121,7 +122,7 @@ def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
     assert info.value.evidence["defect"].split(":")[0] == "responses_event_order"
     _fail(report, "golden.responses.count_stream", info.value, family="responses")
     # a golden whose client error got the wrong status counts with the error features
-    _fail(report, "chat.errors.malformed_json", _status(500))
+    _fail(report, "chat.errors.malformed_json", _status(500, "malformed JSON"))
     status = {"status": 400, "content_type": "application/json", "body": {}}
     with pytest.raises(ConformanceFailure) as info:
         check_golden(status, {**status, "status": 500}, "shape", "chat/error_malformed_json")
@@ -206,3 +207,27 @@ def test_a_body_that_is_not_json_is_one_defect_per_family() -> None:
     assert check["key"] == golden["key"] != chat["key"]
     assert entry("c", "HTTP 400 for logprobs=1", {})["key"] == \
         entry("c", "HTTP 400 for logprobs=5", {})["key"]
+
+
+def test_a_crash_is_one_defect_per_input_across_routes_and_goldens() -> None:
+    """llama-server's 500 on malformed JSON, met by four routes and their goldens, is one
+    defect; its 500 on an image part is another."""
+    crash = "error_status: HTTP 500 for a client error: the server crashed on input it should " \
+            "reject"
+    json_chat = entry("error_status", "HTTP 500 for a client error ... (malformed JSON)",
+                      {"defect": crash}, "chat")
+    json_golden = entry("golden_transcript", "golden ...", {
+        "defect": crash, "case": "anthropic/error_malformed_json"}, "anthropic")
+    image = entry("error_status", "HTTP 500 ... (image on a text-only model)",
+                  {"defect": crash}, "chat")
+    assert json_chat["key"] == json_golden["key"] != image["key"]
+    assert json_chat["key"].endswith("[input: malformed json]")
+
+
+def test_an_image_answered_500_is_one_defect_on_every_route() -> None:
+    keys = set()
+    for path in ("/v1/responses", "/v1/messages"):
+        with pytest.raises(ConformanceFailure) as info:
+            check_image_not_a_server_error(path, 500, {})
+        keys.add(entry(info.value.check, info.value.message, info.value.evidence, "x")["key"])
+    assert len(keys) == 1

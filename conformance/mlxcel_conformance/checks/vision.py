@@ -83,4 +83,5 @@ def check_image_not_a_server_error(path: str, status: int, body: Any) -> None:
     not (RFC 9110, 15.5 and 15.6): judged under ``no_server_error`` on every family."""
     if status >= 500:
         fail("no_server_error", f"POST {path} with a valid PNG image answered HTTP {status}",
-             status=status, body=body)
+             status=status, body=body,
+             defect=f"no_server_error: a valid PNG image answered HTTP {status}")
