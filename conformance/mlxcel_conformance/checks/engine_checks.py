@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 CACHE_STATS_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -40,7 +41,8 @@ def check_seeded_determinism(alone: str, batched: Sequence[str]) -> None:
 
 @check("logprobs_match_sampled_token", severity=Severity.HIGH,
        description="Each logprobs entry is the sampled token: tokens concatenate to the content, "
-       "greedy picks the top alternative, and the top list is sorted")
+       "greedy picks the top alternative, and the top list is sorted",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_logprobs_match_sampled_token(
     entries: Sequence[Mapping[str, Any]], content: str, *, greedy: bool
 ) -> None:
@@ -48,7 +50,7 @@ def check_logprobs_match_sampled_token(
     if content and not entries:
         fail("logprobs_match_sampled_token",
              "logprobs were requested but the answer carries no logprobs content",
-             content=content)
+             ignored=True, content=content)
     if joined != content:
         fail("logprobs_match_sampled_token",
              "the logprobs tokens do not spell the generated content",
