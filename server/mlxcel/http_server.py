@@ -11,6 +11,10 @@
   count per interval.
 - **File descriptors**: the soft limit is raised to the hard limit at startup, so the
   header timeout, not the descriptor limit, is what bounds idle connections.
+- **Connections**: past ``--max-connections`` open connections (by default the open-file
+  limit less a reserve for the model's files, logs and the engine), a new one is answered 503
+  and closed at once, before its request is read: the process never runs out of descriptors,
+  so ``accept()`` keeps working and the connections it has keep being served.
 """
 
 from __future__ import annotations
@@ -24,20 +28,40 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .rate_limited_log import RateLimitedLog
+
 log = logging.getLogger("mlxcel.http")
+_log_refused = RateLimitedLog(log, level=logging.WARNING)
 
 REQUEST_TIMEOUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
                    b"content-length: 0\r\nconnection: close\r\n\r\n")
+# The family is unknown before the request is read: OpenAI's error shape, the default.
+_BUSY_BODY = (b'{"error":{"message":"Too many open connections (--max-connections); retry '
+              b'later.","type":"server_busy","code":"too_many_connections"}}')
+TOO_MANY_CONNECTIONS = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                        b"content-length: " + str(len(_BUSY_BODY)).encode() +
+                        b"\r\nretry-after: 1\r\nconnection: close\r\n\r\n" + _BUSY_BODY)
+# Descriptors kept for what is not a client connection: model and tokenizer files, logs,
+# the prompt cache, the engine's pipes.
+FD_RESERVE = 128
 
 
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline on each request's header block."""
 
     header_timeout_s: float = 10.0
+    max_connections: int = 0  # 0: no cap
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        if self.max_connections and len(self.connections) > self.max_connections:
+            _log_refused(f"refused a connection: {len(self.connections) - 1} are open "
+                         f"(--max-connections {self.max_connections})")
+            with contextlib.suppress(Exception):
+                transport.write(TOO_MANY_CONNECTIONS)
+            transport.close()
+            return
         self._arm_header_timer()
 
     def data_received(self, data: bytes) -> None:
@@ -75,10 +99,20 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def guarded_protocol(header_timeout_s: float) -> type[GuardedH11Protocol]:
-    """A ``GuardedH11Protocol`` class with its timeout (uvicorn instantiates the class)."""
+def guarded_protocol(header_timeout_s: float,
+                     max_connections: int = 0) -> type[GuardedH11Protocol]:
+    """A ``GuardedH11Protocol`` class with its timeout and connection cap (uvicorn
+    instantiates the class)."""
     return type("GuardedH11Protocol", (GuardedH11Protocol,),
-                {"header_timeout_s": max(0.1, header_timeout_s)})
+                {"header_timeout_s": max(0.1, header_timeout_s),
+                 "max_connections": max(0, max_connections)})
+
+
+def connection_cap(requested: int, open_file_limit: int | None) -> int:
+    """``--max-connections``, or when 0 the open-file limit less ``FD_RESERVE`` (0: none)."""
+    if requested > 0:
+        return requested
+    return max(1, open_file_limit - FD_RESERVE) if open_file_limit else 0
 
 
 class AcceptErrorLimiter:

@@ -14,6 +14,7 @@ from ..config import ServerConfig
 from ..engine.model import LoadedModel
 from ..engine.worker import Engine
 from ..responses_store import ResponsesStores, stores_for
+from .guard import Admission
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -42,6 +43,8 @@ class AppState:
     config: ServerConfig
     engine: Engine
     services: Services = field(init=False)
+    # closed by the bounded shutdown (shutdown.py): then every new request is 503
+    admission: Admission = field(default_factory=Admission)
 
     def __post_init__(self) -> None:
         self.services = Services(stores=stores_for(self.config))
