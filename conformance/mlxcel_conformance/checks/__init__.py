@@ -6,6 +6,7 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 `engine_checks`, `concurrency` (many streams at once), `llama_native` and `llama_native_docs`
 (llama-server's native routes and its README's features), `vision` (image input), `speculative`,
 `speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests),
+`backpressure` (clients that read or send slowly),
 `anthropic_schema_keys` (the Message keys of Anthropic's current schema), `chat_choices` (``n``).
 """
 
@@ -44,6 +45,7 @@ CHECK_MODULES = (
     "speech",
     "images",
     "robustness",
+    "backpressure",
     "field_parity",
     "anthropic_schema_keys",
     "chat_choices",
