@@ -59,13 +59,14 @@ def test_never_reading_clients_leave_the_server_bounded(
     checks = ["health_within_budget", "stream_memory_bounded", "slot_freed_on_close"]
     request.node.mlxcel_checks = checks
     idle = idle_latency(target.base_url)
-    before = server_rss_bytes(target.pid) if target.pid else None
+    pid = request.config.getoption("--server-pid") or target.pid
+    before = server_rss_bytes(pid) if pid else None
     socks = open_unread_streams(target.base_url, target.auth_headers, path, body,
                                 UNREAD_STREAMS)
     try:
         with HealthProbe(target.base_url) as watching:
             time.sleep(UNREAD_WINDOW_S)
-        after = server_rss_bytes(target.pid) if target.pid else None
+        after = server_rss_bytes(pid) if pid else None
     finally:
         close_sockets(socks)
     closed = time.monotonic()
