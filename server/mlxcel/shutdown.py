@@ -11,7 +11,9 @@ done, so the process dies of it rather than exiting 0. Here the first signal:
    client learns why rather than meeting a refused connection;
 2. lets running requests finish for at most ``--shutdown-grace`` seconds;
 3. then cancels what the engine still runs: each stream ends with its family's final event
-   for a cancelled generation (a ``finish_reason``, Responses' ``response.incomplete``);
+   for a cancelled generation (a ``finish_reason``, Responses' ``response.incomplete``),
+   and the OpenAI and llama.cpp streams then with an error event saying why
+   (api/generation.py ``server_stop_error``);
 4. then lets uvicorn shut down: connections close, the app's lifespan shutdown runs (the
    engine stops, stores are flushed), and the process exits 0.
 
@@ -38,6 +40,7 @@ log = logging.getLogger("mlxcel.shutdown")
 # uvicorn cuts what remains.
 FINAL_EVENTS_S = 3.0
 POLL_S = 0.05
+STOPPED = "The server is shutting down: the generation was stopped (--shutdown-grace)."
 
 
 class GracefulServer(uvicorn.Server):
@@ -77,7 +80,7 @@ class GracefulServer(uvicorn.Server):
         deadline = time.monotonic() + self.grace_s
         while self._busy() and time.monotonic() < deadline:
             await asyncio.sleep(POLL_S)
-        cancelled = self.engine.cancel_all()
+        cancelled = self.engine.cancel_all(STOPPED)
         if cancelled:
             log.warning("shutdown grace period over: %d unfinished requests cancelled",
                         cancelled)

@@ -207,7 +207,8 @@ def test_sigterm_drains_for_the_grace_period_then_ends_streams_and_exits_0(
     long = {"max_tokens": 100000, "stream": True, "ignore_eos": True}
     routes = [("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}),
               ("/v1/completions", {"prompt": "hi"}),
-              ("/v1/responses", {"input": "hi", "max_output_tokens": 100000})]
+              ("/v1/responses", {"input": "hi", "max_output_tokens": 100000}),
+              ("/completion", {"prompt": "hi", "n_predict": 100000})]
     outs: list[list[str]] = [[] for _ in routes]
     threads = [threading.Thread(target=_stream, args=(server.base_url, path,
                                                       {**body, **long}, out))
@@ -231,9 +232,12 @@ def test_sigterm_drains_for_the_grace_period_then_ends_streams_and_exits_0(
         if server.process.poll() is None:
             server.process.kill()
             server.process.wait(10)
-    chat, completions, responses = outs
-    assert chat[-1] == "data: [DONE]" and '"finish_reason"' in chat[-2], chat[-3:]
-    assert completions[-1] == "data: [DONE]" and '"finish_reason"' in completions[-2]
+    chat, completions, responses, native = outs
+    for lines in (chat, completions):  # the finish chunk, then why, then [DONE]
+        assert lines[-1] == "data: [DONE]", lines[-3:]
+        assert '"code":"shutting_down"' in lines[-2], lines[-3:]
+        assert '"finish_reason":"stop"' in lines[-3], lines[-3:]
+    assert '"stop":true' in native[-2] and '"shutting_down"' in native[-1], native[-2:]
     # the tiny model may finish a Responses turn before the signal (no ignore_eos there)
     assert '"type":"response.incomplete"' in responses[-1] or \
         '"type":"response.completed"' in responses[-1], responses[-1][:200]

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import Request
 
@@ -56,6 +57,16 @@ async def collect(request: Request, handle: RequestHandle) -> Collected:
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
     raise ServerError("generation ended without a result")
+
+
+def server_stop_error(handles: list[RequestHandle]) -> dict[str, Any] | None:
+    """The ``data: {"error": ...}`` payload for a stream the server stopped (a shutdown)
+    after its final chunk: a client sees a clean end, then why it came early (openai-python
+    raises ``APIError`` on it). None when the server stopped none of ``handles``."""
+    reason = next((h.server_reason for h in handles if h.server_reason), None)
+    if reason is None:
+        return None
+    return {"error": {"message": reason, "type": "server_error", "code": "shutting_down"}}
 
 
 async def stream_events(handle: RequestHandle) -> AsyncIterator[EngineEvent]:

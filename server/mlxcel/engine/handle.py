@@ -113,6 +113,8 @@ class RequestHandle:
         self._unread_since: float | None = None
         # why the handle cancelled its own request (a client that stopped reading), or None
         self.overflow: str | None = None
+        # why the server stopped the request while its client was still there, or None
+        self.server_reason: str | None = None
         self._last_wake = float("-inf")
         self._waker = waker_for(loop)
         self._lock = threading.Lock()
@@ -126,8 +128,11 @@ class RequestHandle:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def cancel(self) -> None:
-        """Ask the engine to stop this request at its next step (client went away)."""
+    def cancel(self, server_reason: str | None = None) -> None:
+        """Ask the engine to stop this request at its next step: the client went away, or
+        with ``server_reason`` the server stops it (a shutdown), which its stream then says."""
+        if server_reason is not None and not self._cancelled.is_set():
+            self.server_reason = server_reason
         self._cancelled.set()
 
     def emit(self, event: EngineEvent | PromptProgress) -> None:

@@ -154,12 +154,13 @@ class Engine:
             wait_gone(self._thread)  # its MLX thread-locals, gone before an exit: thread_exit.py
         mx.synchronize()  # MLX work in flight at exit aborts (134); the thread drains its own
 
-    def cancel_all(self) -> int:
+    def cancel_all(self, reason: str | None = None) -> int:
         """Cancel every request not yet finished (the engine ends each with its final event
-        at its next step); how many there were. Safe from any thread."""
+        at its next step), saying ``reason`` to their clients; how many there were. Safe
+        from any thread."""
         live = [handle for handle in list(self._live) if not handle.finished.is_set()]
         for handle in live:
-            handle.cancel()
+            handle.cancel(reason)
         return len(live)
 
     @property
