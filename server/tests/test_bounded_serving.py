@@ -213,6 +213,10 @@ def test_sigterm_drains_for_the_grace_period_then_ends_streams_and_exits_0(
     threads = [threading.Thread(target=_stream, args=(server.base_url, path,
                                                       {**body, **long}, out))
                for (path, body), out in zip(routes, outs, strict=True)]
+    whole: list[httpx.Response] = []
+    threads.append(threading.Thread(target=lambda: whole.append(httpx.post(
+        f"{server.base_url}/v1/completions", timeout=60,
+        json={"prompt": "hi", "max_tokens": 100000, "ignore_eos": True}))))
     try:
         for thread in threads:
             thread.start()
@@ -233,6 +237,7 @@ def test_sigterm_drains_for_the_grace_period_then_ends_streams_and_exits_0(
             server.process.kill()
             server.process.wait(10)
     chat, completions, responses, native = outs
+    assert whole[0].status_code == 503 and "shutting_down" in whole[0].text  # not streamed
     for lines in (chat, completions):  # the finish chunk, then why, then [DONE]
         assert lines[-1] == "data: [DONE]", lines[-3:]
         assert '"code":"shutting_down"' in lines[-2], lines[-3:]

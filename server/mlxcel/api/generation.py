@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import Request
 
 from ..engine.handle import RequestHandle
-from ..errors import ServerError
+from ..errors import ServerBusy, ServerError
 from ..generation import EngineEvent, Finished, PromptProgress, TokenDelta, TokenLogprob
 
 DISCONNECT_POLL_S = 0.05
@@ -48,6 +48,9 @@ async def collect(request: Request, handle: RequestHandle) -> Collected:
             else:
                 if event.reason == "error":
                     raise ServerError(f"generation failed: {event.error}")
+                if event.reason == "cancelled" and handle.server_reason:
+                    # a shutdown stopped it: not an answer that merely looks short
+                    raise ServerBusy(handle.server_reason, code="shutting_down")
                 text = "".join(delta.text for delta in deltas)
                 return Collected(text, event, logprobs, deltas)
     finally:
