@@ -217,7 +217,8 @@ def _serve(args: argparse.Namespace, config: ServerConfig,
         # protocol closes connections whose headers never finish (http_server.py).
         uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level,
                        loop="asyncio",
-                       http=guarded_protocol(config.timeout_header_s, max_connections),
+                       http=guarded_protocol(config.timeout_header_s, max_connections,
+                                             engine.config.stream_stall_timeout_s),
                        timeout_keep_alive=max(1, round(config.timeout_keep_alive_s))),
         engine, app.state.mlxcel.admission, config.shutdown_grace_s,
     )

@@ -11,6 +11,10 @@
   count per interval.
 - **File descriptors**: the soft limit is raised to the hard limit at startup, so the
   header timeout, not the descriptor limit, is what bounds idle connections.
+- **Write stalls**: a connection whose client stops reading (the transport has paused
+  writing, above its high-water mark) for ``--stream-stall-timeout`` seconds is aborted, so a
+  finished answer that is never read does not hold its socket and buffers for ever (the
+  engine side of a never-read stream is bounded by engine/handle.py).
 - **Connections**: past ``--max-connections`` open connections (by default the open-file
   limit less a reserve for the model's files, logs and the engine), a new one is answered 503
   and closed at once, before its request is read: the process never runs out of descriptors,
@@ -32,6 +36,7 @@ from .rate_limited_log import RateLimitedLog
 
 log = logging.getLogger("mlxcel.http")
 _log_refused = RateLimitedLog(log, level=logging.WARNING)
+_log_stalled = RateLimitedLog(log)
 
 REQUEST_TIMEOUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
                    b"content-length: 0\r\nconnection: close\r\n\r\n")
@@ -51,10 +56,12 @@ class GuardedH11Protocol(H11Protocol):
 
     header_timeout_s: float = 10.0
     max_connections: int = 0  # 0: no cap
+    write_stall_timeout_s: float = 0.0  # 0: none
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
         if self.max_connections and len(self.connections) > self.max_connections:
             _log_refused(f"refused a connection: {len(self.connections) - 1} are open "
                          f"(--max-connections {self.max_connections})")
@@ -79,7 +86,30 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        self._disarm_write_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.write_stall_timeout_s and getattr(self, "_write_timer", None) is None:
+            self._write_timer = self.loop.call_later(self.write_stall_timeout_s,
+                                                     self._write_stalled)
+
+    def resume_writing(self) -> None:
+        self._disarm_write_timer()
+        super().resume_writing()
+
+    def _disarm_write_timer(self) -> None:
+        timer = getattr(self, "_write_timer", None)
+        if timer is not None:
+            timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        self._write_timer = None
+        _log_stalled(f"closed a connection whose client read nothing for "
+                     f"{self.write_stall_timeout_s:g} s (--stream-stall-timeout)")
+        self.transport.abort()  # what is unsent is dropped: nobody was reading it
 
     def _arm_header_timer(self) -> None:
         self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timed_out)
@@ -99,13 +129,14 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def guarded_protocol(header_timeout_s: float,
-                     max_connections: int = 0) -> type[GuardedH11Protocol]:
-    """A ``GuardedH11Protocol`` class with its timeout and connection cap (uvicorn
+def guarded_protocol(header_timeout_s: float, max_connections: int = 0,
+                     write_stall_timeout_s: float = 0.0) -> type[GuardedH11Protocol]:
+    """A ``GuardedH11Protocol`` class with its timeouts and connection cap (uvicorn
     instantiates the class)."""
     return type("GuardedH11Protocol", (GuardedH11Protocol,),
                 {"header_timeout_s": max(0.1, header_timeout_s),
-                 "max_connections": max(0, max_connections)})
+                 "max_connections": max(0, max_connections),
+                 "write_stall_timeout_s": max(0.0, write_stall_timeout_s)})
 
 
 def connection_cap(requested: int, open_file_limit: int | None) -> int:

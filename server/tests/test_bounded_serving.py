@@ -51,6 +51,16 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+def open_sockets(pid: int) -> int:
+    """The process's open sockets (listening ones included)."""
+    fds = Path(f"/proc/{pid}/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            count += str(fd.readlink()).startswith("socket:")
+    return count
+
+
 def raw(server: ReferenceServer, head: str, body: bytes = b"") -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     sock.sendall(head.encode() + body)
@@ -155,6 +165,7 @@ def test_a_client_that_never_reads_is_cancelled_and_the_process_stays_small(
     assert bounded.process is not None
     pid = bounded.process.pid
     before = rss_bytes(pid)
+    sockets_before = open_sockets(pid)
     body = (b'{"prompt": "Once upon a time", "n_predict": 100000, "stream": true, '
             b'"n_probs": 100, "ignore_eos": true}')
     head = (f"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -174,6 +185,11 @@ def test_a_client_that_never_reads_is_cancelled_and_the_process_stays_small(
         assert grown < 256 * 1024 * 1024, f"RSS grew {grown / 1e6:.0f} MB"
         assert busy_slots(bounded.base_url) == 0, "the unread streams still hold their slots"
         assert max(health) < 2.0
+        # and past the write stall (3 s here) the server let the connections go as well
+        deadline = time.monotonic() + 10
+        while open_sockets(pid) > sockets_before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert open_sockets(pid) <= sockets_before
     finally:
         for sock in socks:
             sock.close()
