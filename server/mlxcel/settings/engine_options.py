@@ -54,7 +54,8 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            ENGINE, flags=("--stream-buffer-bytes",), env=("MLXCEL_STREAM_BUFFER_BYTES",),
            type=int, to="engine", minimum=1024),
     Option("stream_stall_timeout", 30.0, "seconds a stream's output may wait unread by its "
-           "client before the generation is cancelled (docs/limits.md)", ENGINE,
+           "client before the generation is cancelled, and a connection may read nothing of "
+           "what the server has to send before it is closed (docs/limits.md)", ENGINE,
            flags=("--stream-stall-timeout",), env=("MLXCEL_STREAM_STALL_TIMEOUT",), type=float,
            to="engine", field="stream_stall_timeout_s", minimum=0.1),
 )
