@@ -17,7 +17,7 @@ from mlxcel.cli import build_parser
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["index.md", "quickstart.md", "testing.md", "ci.md", "results.md", "benchmarks.md",
          "api/index.md", "api/schemas.md", "configuration.md", "gguf.md", "limits.md", "chat.md",
-         "llama-server.md",
+         "responses.md", "llama-server.md",
          "vision.md", "audio.md",
          "images.md", "speculative.md", "distributed.md", "design.md"]
 

@@ -90,6 +90,9 @@ EXTENSIONS: tuple[str, ...] = (
     # and every request that document calls invalid refused (4xx/5xx), not only survived:
     # the reference's promise about its own spec; leniency breaks no public contract
     "openapi_strict",
+    "field_limits",  # a 400 naming the field past OpenAI's documented field bounds
+    "durable_store",  # stored responses and conversations survive SIGKILL and a restart
+    "disconnect_cancel",  # a stored stream left by its client reads cancelled within 1 s
 )
 ALL_EXTENSIONS = frozenset(EXTENSIONS)
 

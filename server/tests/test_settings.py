@@ -65,6 +65,7 @@ FLAGS = {
     "--timeout-read": "timeout_read", "--timeout-keep-alive": "timeout_keep_alive",
     "--allowed-origins": "allowed_origins", "--allowed-hosts": "allowed_hosts",
     "--responses-store-max-bytes": "responses_store_max_bytes",
+    "--store-bytes": "responses_store_max_bytes", "--store-path": "store_path",
     "--adapter-dir": "adapter_dir", "--log-level": "log_level",
     "--max-logit-bias": "max_logit_bias", "--max-logprob-entries": "max_logprob_entries",
 }
@@ -97,6 +98,8 @@ ENV = [
     ("LLAMA_ARG_RESPONSES_STORE_TTL_SECS", "4", "responses_store_ttl_secs", 4),
     ("LLAMA_ARG_CONVERSATION_STORE_MAX_ENTRIES", "5", "conversation_store_max_entries", 5),
     ("LLAMA_ARG_CONVERSATION_STORE_TTL_SECS", "6", "conversation_store_ttl_secs", 6),
+    ("MLXCEL_STORE_PATH", ":memory:", "store_path", ":memory:"),
+    ("MLXCEL_STORE_BYTES", "1000", "responses_store_max_bytes", 1000),
     ("MLXCEL_EMBEDDING_MODEL", "e", "embedding_model", "e"),
     ("MLXCEL_RERANK_MODEL", "r", "rerank_model", "r"),
     ("LLAMA_ARG_POOLING", "cls", "pooling", "cls"),
@@ -260,18 +263,36 @@ def test_configuration_page_is_current() -> None:
 
 
 def test_services_live_in_the_typed_state() -> None:
-    """The stores and the metrics registry exist when the app is built, before any request;
-    nothing but the typed state is kept on the app."""
+    """The metrics registry exists when the app is built, before any request; a family's
+    services (the Responses store) are the family's, in ``parts``; nothing but the typed state
+    is kept on the app."""
     from mlxcel.app import create_app
     from mlxcel.bundled import bundled_model_path
     from mlxcel.engine.worker import Engine
+    from mlxcel.families.responses.store_service import stores_in
 
     config = ServerConfig(model=str(bundled_model_path()), responses_store_max_entries=7,
-                          conversation_store_ttl_secs=9, metrics=True)
+                          conversation_store_ttl_secs=9, metrics=True, store_path=":memory:")
     app = create_app(config, Engine(EngineConfig(model=config.model)))
     services = app.state.mlxcel.services
-    assert services.stores.responses.max_entries == 7
-    assert services.stores.conversations.ttl_secs == 9
+    assert services.parts == {}  # opened by the family's lifespan, or on first use
+    stores = stores_in(app.state.mlxcel)
+    assert services.parts == {"responses": stores}
+    assert stores.responses.limits.max_entries == 7
+    assert stores.conversations.limits.ttl_secs == 9
     assert services.metrics is not None
     assert (services.encoders, services.audio, services.images) == (None, None, None)
     assert set(vars(app.state)["_state"]) == {"mlxcel"}
+
+
+def test_a_store_path_naming_a_directory_is_refused_before_startup(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser(environ={}).parse_args(["--store-path", str(tmp_path)])
+    assert "is a directory; name a file in it" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser(environ={"MLXCEL_STORE_PATH": str(tmp_path)}).parse_args([])
+    file = str(tmp_path / "store.sqlite3")
+    assert build_parser(environ={}).parse_args(["--store-path", file]).store_path == file
+    assert build_parser(environ={}).parse_args(["--store-path", ":memory:"]).store_path == \
+        ":memory:"

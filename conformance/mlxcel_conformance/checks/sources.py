@@ -120,6 +120,18 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "responses_event_order": (C, RESPONSES_STREAM),
     "responses_usage_terminal": (C, RESPONSES_STREAM + ": usage on the terminal response"),
     "response_compaction": (E, REFERENCE + ": /v1/responses/compact, context_management"),
+    "response_final_after_disconnect": (C, RESPONSES + ": status is completed, failed, "
+                                        "in_progress, cancelled, queued or incomplete; a "
+                                        "response no longer generated is not in_progress"),
+    "response_cancelled_promptly": (E, REFERENCE + ": docs/responses.md, a stored stream "
+                                    "whose client leaves is stored cancelled within 1 s"),
+    "stored_response_survives_restart": (E, REFERENCE + ": docs/responses.md, the store "
+                                         "survives SIGKILL and a restart"),
+    "field_limits_within": (C, "OpenAI OpenAPI document (openai-openapi): Metadata (16 pairs, "
+                            "keys <= 64, values <= 512 characters), safety_identifier "
+                            "maxLength 64, top_logprobs 0-20"),
+    "field_limits_no_server_error": (C, OPENAI_ERRORS + ": a malformed request is a 4xx"),
+    "field_limits_refused": (E, REFERENCE + ": a 400 naming the field past each bound"),
     # -- Anthropic
     "anthropic_message_body": (C, ANTHROPIC),
     "anthropic_event_order": (C, ANTHROPIC_STREAM),

@@ -1,5 +1,6 @@
 """Where a request starting in a free slot decodes: one pure rule, tested on its own
-(server/tests/test_lane_choice.py), which the engine's ``_start`` executes.
+(server/tests/test_lane_choice.py), which the engine's plan applies to each admission
+(engine/step_plan.py).
 
 - ``vision``: a vision-language model decodes one sequence at a time through mlx-vlm
   (engine/vision.py);
@@ -11,7 +12,7 @@
   alone, several in a batch");
 - ``batch``: everything else joins the continuous batch (a plain sequence on the solo lane
   moves in with it). A speculative request finding the lane taken decodes plainly here; an
-  adapter request never reaches this rule then: the queue holds it back until the lane is free.
+  adapter request never reaches this rule then: the plan keeps it queued until the lane is free.
 """
 
 from __future__ import annotations

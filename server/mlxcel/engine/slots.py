@@ -1,5 +1,6 @@
 """One running sequence in a slot: its request, the text pipeline (detokenizer, stop strings,
-loop detection) and the per-sequence error guard around user-supplied processors."""
+loop detection), the per-sequence error guard around user-supplied processors, and its
+sampler and processors built behind that guard (``guarded_decoding``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from ..generation import LoopDetection, PromptProgress
 from .detokenizer import IncrementalDetokenizer
 from .handle import RequestHandle
 from .loop_detection import tail_loops
+from .penalties import build_logits_processors
+from .sampling import RequestSampler, build_sampler, greedy_sampler
 from .single_sequence import SingleSequenceRun
 from .stops import StopMatcher
 
@@ -98,3 +101,24 @@ class ActiveSequence:
 
     def looping(self) -> bool:
         return tail_loops(self.generated, self.loop)
+
+
+def _draws_nothing() -> None:
+    """The rewind of a sampler without state (argmax)."""
+
+
+def guarded_decoding(seq: ActiveSequence, vocab_size: int) -> tuple[Any, Any, list[Any]]:
+    """The request's sampler, what undoes its last draw, and its logits processors, each
+    behind the sequence's guard."""
+    request = seq.handle.request
+    sampler = build_sampler(request.sampling, vocab_size)
+    # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
+    # batch: argmax draws nothing; other samplers without a rewind cannot move.
+    rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
+              else _draws_nothing if sampler is greedy_sampler else None)
+    if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
+        sampler = seq.guard.sampler(sampler)
+    builtin = build_logits_processors(request.sampling)
+    processors: list[Any] = [seq.guard.processor(p) for p in builtin]
+    processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
+    return sampler, rewind, processors

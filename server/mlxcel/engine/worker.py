@@ -1,19 +1,19 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
 once with continuous batching (mlx-lm's ``BatchGenerator``).
 
-Each loop iteration: drop requests whose client left, admit queued requests into free slots
-(highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
-finish arriving, see ``ARRIVAL_QUIET_S``), then advance the batch one step
-(one decode token for every generating sequence plus one prefill chunk for sequences still
-reading their prompt). A failure inside one request ends that request with ``Finished(error)``;
-the loop itself never stops on a request's fault.
+Each loop iteration: drop requests whose client left, ask engine/step_plan.py for the
+iteration's ``StepPlan`` (whether to wait for a burst, which queued requests start in which
+slot and lane, whether the solo sequence joins the batch) and execute it: start the admitted
+requests (reusing prompt-cache prefixes), then advance the single-sequence lane and the batch
+one step (one decode token for every generating sequence plus one prefill chunk for sequences
+still reading their prompt). A failure inside one request ends that request with
+``Finished(error)``; the loop itself never stops on a request's fault.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import logging
 import threading
 import time
@@ -45,23 +45,19 @@ from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
 from .engine_config import EngineConfig
 from .handle import RequestHandle
-from .lane_choice import LaneFacts, lane_for
+from .heap import settle_heap
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
 from .penalties import build_logits_processors
 from .prompt_cache import PromptCache
-from .sampling import (
-    RequestSampler,
-    build_sampler,
-    check_logit_bias,
-    greedy_sampler,
-    post_sampling_logprobs,
-)
-from .scheduler import PrefillQueue
-from .slots import ActiveSequence
+from .sampling import check_logit_bias, post_sampling_logprobs
+from .scheduler import PrefillQueue, Waiting
+from .single_sequence import SingleSequenceRun
+from .slots import ActiveSequence, guarded_decoding
 from .solo import SoloRun
-from .speculative import SpeculativeRun, can_speculate, choose_drafter
+from .speculative import SpeculativeRun, can_speculate, choose_drafter, drafts
 from .stats import EngineStats, RequestMetrics
+from .step_plan import IDLE_WAIT_S, Admission, EngineNow, QueuedRequest, SoloLane, StepPlan, plan
 from .stops import StopMatcher
 from .thread_exit import wait_gone
 from .vision import VisionRun, is_vision_checkpoint, load_vision_model
@@ -69,43 +65,6 @@ from .vision import VisionRun, is_vision_checkpoint, load_vision_model
 log = logging.getLogger("mlxcel.engine")
 
 __all__ = ["Engine", "EngineConfig", "EngineStats"]
-
-# An idle engine that receives a request waits until none has arrived for ARRIVAL_QUIET_S
-# (at most ARRIVAL_WINDOW_S) before starting it: the requests of a burst, which the event
-# loop parses one after another, then start together in one batch. Without it the first
-# decoded alone for a step (~30 ms with the others being parsed) while the rest waited
-# (benchmarks/README.md, "A burst starts together").
-ARRIVAL_QUIET_S = 0.005
-ARRIVAL_WINDOW_S = 0.020
-
-
-GC_YOUNG_THRESHOLD = 50_000
-
-
-def settle_heap() -> None:
-    """Move everything alive after the model load out of the garbage collector's sight.
-
-    The libraries a model load imports leave millions of long-lived objects, and every
-    full collection walked all of them: one took ~0.4 s here during an 8-stream run, with the
-    GIL held, so every stream stalled. Frozen objects are never scanned again (they are still
-    freed by reference counting); only what requests allocate is.
-
-    With the heap frozen, the collector's rule for a full collection (a quarter more
-    long-lived objects than the last one left) fires on nearly nothing, and a request that
-    keeps a hundred thousand objects alive (``n_probs`` over a vocabulary) set off a full
-    collection of them every few thousand allocations, 20-40 ms each with the GIL held. So
-    the youngest generation is collected every ``GC_YOUNG_THRESHOLD`` allocations instead of
-    700 (cycles still freed; a young collection over that many objects ~5 ms).
-    """
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
-def _draws_nothing() -> None:
-    """The rewind of a sampler without state (argmax)."""
-
 
 class Engine:
     """Owns the model, the slots and the generation thread."""
@@ -129,6 +88,7 @@ class Engine:
         self._by_uid: dict[int, ActiveSequence] = {}
         self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
+        self._burst_began: float | None = None  # when this idle engine began a burst wait
         self.solo_moves = 0  # sequences moved from the single-sequence lane into the batch
         self._batch: BatchGenerator | None = None
         self._stopping = False
@@ -255,19 +215,26 @@ class Engine:
 
     # -- engine thread ---------------------------------------------------------------------
     def _run(self) -> None:
+        """Plan each iteration (engine/step_plan.py), then execute the plan."""
         if not self._load():
             return
         while not self._stopping:
             self._reap_cancelled()
-            if self._idle and len(self.queue):
-                self.queue.settle(ARRIVAL_QUIET_S, ARRIVAL_WINDOW_S)
-            self._admit()
-            if self._idle:
-                self.queue.wait(0.1)
+            waiting = self.queue.waiting()
+            step = plan(self._queued(waiting), self._free_slots(), self._engine_now())
+            if step.burst_wait_s:
+                if self._burst_began is None:
+                    self._burst_began = time.monotonic()
+                self.queue.wait_for_arrival(step.burst_wait_s)
                 continue
-            if self._solo is not None:
+            self._burst_began = None
+            self._admit(step, [item.handle for item in waiting])
+            if self._idle:
+                self.queue.wait(IDLE_WAIT_S)
+                continue
+            if step.step_solo and self._solo is not None:
                 self._solo_step(self._solo)
-            if self._by_uid:
+            if step.step_batch and self._by_uid:
                 self._step()
         for seq in self._running():
             self._finish(seq, "cancelled")
@@ -322,26 +289,65 @@ class Engine:
             if seq.handle.cancelled:
                 self._finish(seq, "cancelled")
 
-    def _admit(self) -> None:
-        for slot, occupant in enumerate(self.slots):
-            if occupant is not None:
+    # -- planning snapshots ----------------------------------------------------------------
+    def _queued(self, waiting: list[Waiting]) -> list[QueuedRequest]:
+        """The queue as the plan reads it (``key``: the index in ``waiting``)."""
+        now = time.monotonic()
+        # Whether a request would draft is asked only when it could start: building its
+        # processors to find out is not free.
+        startable = any(seq is None for seq in self.slots)
+        return [QueuedRequest(key, item.rank, item.order, now - item.arrived,
+                              adapter=needs_solo_lane(item.handle),
+                              speculative=startable and self._drafts(item.handle.request))
+                for key, item in enumerate(waiting)]
+
+    def _drafts(self, request: GenerationRequest) -> bool:
+        configured = self.draft is not None or self.config.prompt_lookup
+        if not configured or not request.sampling.speculative:
+            return False
+        try:
+            processors = bool(request.logits_processor_factories) or bool(
+                build_logits_processors(request.sampling))
+        except Exception:  # noqa: BLE001 - it fails again, as this request's error, in _start
+            return False
+        return drafts(request.sampling, processors, configured, self.config.draft_max)
+
+    def _free_slots(self) -> list[int]:
+        return [slot for slot, occupant in enumerate(self.slots) if occupant is None]
+
+    def _engine_now(self) -> EngineNow:
+        seq = self._solo
+        lane: SoloLane = "free"
+        if seq is not None:
+            movable = isinstance(seq.solo, SoloRun) and seq.solo.movable and self._batch is not None
+            lane = "movable" if movable else "fixed"
+        began = self._burst_began
+        return EngineNow(batch_size=len(self._by_uid), solo=lane,
+                         vision_model=self.model is not None and self.model.vision is not None,
+                         solo_only=self.config.solo_only,
+                         burst_waited_s=0.0 if began is None else time.monotonic() - began)
+
+    # -- executing a plan ------------------------------------------------------------------
+    def _admit(self, step: StepPlan, handles: list[RequestHandle]) -> None:
+        moved = False
+        for admission in step.admissions:
+            if admission.lane != "batch" and self._solo is not None:
+                return  # the solo sequence declined to move after all: plan again next time
+            if admission.lane == "batch" and step.move_solo and not moved:
+                self._move_solo_to_batch()
+                moved = True
+            handle = handles[admission.key]
+            if not self.queue.take(handle):
                 continue
-            if self._solo is not None and self.model is not None and self.model.vision:
-                return  # a VLM runs one sequence at a time; the rest wait in the queue
-            # A request with a LoRA adapter needs the single-sequence lane: it waits (keeping
-            # its place) while the lane is taken, and others go ahead of it.
-            lane_taken = self._solo is not None
-            handle = self.queue.pop(needs_solo_lane if lane_taken else None)
-            if handle is None:
-                return
             try:
-                self._start(slot, handle)
+                self._start(admission, handle)
             except Exception as exc:  # noqa: BLE001 - this request fails, the loop goes on
                 log.exception("could not start request %s", handle.request.request_id)
                 n = len(handle.request.prompt_tokens)
                 handle.emit(Finished("error", n, 0, error=type(exc).__name__))
 
-    def _start(self, slot: int, handle: RequestHandle) -> None:
+    def _start(self, admission: Admission, handle: RequestHandle) -> None:
+        """Execute one admission: the request's sequence in its slot, on its planned lane."""
         assert self.model is not None
         model, request = self.model, handle.request
         prompt = request.prompt_tokens
@@ -353,7 +359,7 @@ class Engine:
         if self._caches(request):
             cached, cache = self.prompt_cache.lookup(prompt)  # type: ignore[union-attr]
         seq = ActiveSequence(
-            slot=slot,
+            slot=admission.slot,
             uid=-1,
             handle=handle,
             detok=IncrementalDetokenizer(model),
@@ -364,55 +370,61 @@ class Engine:
             cached_tokens=cached,
         )
         seq.report_progress(cached)  # llama-server's first progress: the cached part only
-        sampler, rewind, processors = self._guarded_decoding(seq, model.vocab_size)
-        # Sharded serving mirrors model calls on the followers, not cache trims: no drafter;
-        # a VLM decodes on its own lane without one.
-        drafter = None if self.config.solo_only or model.vision is not None else choose_drafter(
-            request.sampling, bool(processors), self.draft.model if self.draft else None,
-            self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
-        lane = lane_for(LaneFacts(
-            vision_model=model.vision is not None, solo_only=self.config.solo_only,
-            lane_free=self._solo is None,
-            needs_lane=drafter is not None or needs_solo_lane(handle),
-            batch_empty=not self._by_uid, queue_empty=len(self.queue) == 0))
-        if lane == "vision":
+        sampler, rewind, processors = guarded_decoding(seq, model.vocab_size)
+        if admission.lane == "vision":
             seq.solo = VisionRun(model.model, list(prompt), request.vision, sampler, processors,
                                  max_tokens, self.config.prefill_step_size)
             self._solo = seq
-        elif lane == "solo":
-            weights = self.adapters.get(request.adapter) if request.adapter else model.model
-            solo_cache = cache or make_prompt_cache(weights)
-            if drafter is not None and can_speculate(solo_cache):
-                seq.solo = SpeculativeRun(
-                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
-                    sampler, drafter[0], drafter[1], max_tokens, self.config.prefill_step_size)
-            else:
-                seq.solo = SoloRun(
-                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
-                    sampler, processors, max_tokens, self.config.prefill_step_size,
-                    rewind=None if self.config.solo_only or request.adapter is not None else rewind,
-                    on_progress=(lambda done, _: seq.report_progress(cached + done))
-                    if request.report_progress else None,
-                )
+        elif admission.lane == "solo":
+            seq.solo = self._solo_run(seq, admission.speculate, cache, sampler, rewind, processors)
             self._solo = seq
         else:
-            assert self._batch is not None
-            self._move_solo_to_batch()
-            (seq.uid,) = self._batch.insert(
-                [list(prompt[cached:])],
-                max_tokens=[max_tokens],
-                caches=[cache] if cache is not None else None,
-                all_tokens=[list(prompt[:cached])],
-                samplers=[sampler],
-                logits_processors=[processors],
-            )
-            self._by_uid[seq.uid] = seq
-        self.slots[slot] = seq
+            self._join_batch(seq, cache, sampler, processors)
+        self.slots[admission.slot] = seq
         fresh = len(prompt) - cached
         self.stats.sequences_started += 1
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
+
+    def _solo_run(self, seq: ActiveSequence, speculate: bool, cache: Any, sampler: Any,
+                  rewind: Any, processors: list[Any]) -> SingleSequenceRun:
+        """The runner of a sequence starting on the single-sequence lane: speculative when
+        the plan says so and its cache can be rewound, else ``generate_step``."""
+        assert self.model is not None
+        request, cached = seq.handle.request, seq.cached_tokens
+        prompt = request.prompt_tokens
+        weights = self.adapters.get(request.adapter) if request.adapter else self.model.model
+        solo_cache = cache or make_prompt_cache(weights)
+        drafter = choose_drafter(
+            request.sampling, bool(processors), self.draft.model if self.draft else None,
+            self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size,
+        ) if speculate else None
+        if drafter is not None and can_speculate(solo_cache):
+            return SpeculativeRun(
+                weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                sampler, drafter[0], drafter[1], seq.max_tokens, self.config.prefill_step_size)
+        return SoloRun(
+            weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+            sampler, processors, seq.max_tokens, self.config.prefill_step_size,
+            rewind=None if self.config.solo_only or request.adapter is not None else rewind,
+            on_progress=(lambda done, _: seq.report_progress(cached + done))
+            if request.report_progress else None,
+        )
+
+    def _join_batch(self, seq: ActiveSequence, cache: Any, sampler: Any,
+                    processors: list[Any]) -> None:
+        assert self._batch is not None
+        prompt, cached = seq.handle.request.prompt_tokens, seq.cached_tokens
+        (seq.uid,) = self._batch.insert(
+            [list(prompt[cached:])],
+            max_tokens=[seq.max_tokens],
+            caches=[cache] if cache is not None else None,
+            all_tokens=[list(prompt[:cached])],
+            samplers=[sampler],
+            logits_processors=[processors],
+        )
+        self._by_uid[seq.uid] = seq
 
     def _move_solo_to_batch(self) -> None:
         """A plain sequence on the single-sequence lane joins the batch that a new request is
@@ -497,23 +509,6 @@ class Engine:
                                strict=True):
             out[i] = rendered
         return out
-
-    @staticmethod
-    def _guarded_decoding(seq: ActiveSequence, vocab_size: int) -> tuple[Any, Any, list[Any]]:
-        """The request's sampler, what undoes its last draw, and its logits processors, each
-        behind the sequence's guard."""
-        request = seq.handle.request
-        sampler = build_sampler(request.sampling, vocab_size)
-        # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
-        # batch: argmax draws nothing; other samplers without a rewind cannot move.
-        rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
-                  else _draws_nothing if sampler is greedy_sampler else None)
-        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
-            sampler = seq.guard.sampler(sampler)
-        builtin = build_logits_processors(request.sampling)
-        processors: list[Any] = [seq.guard.processor(p) for p in builtin]
-        processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        return sampler, rewind, processors
 
     @staticmethod
     def _logprob_row(seq: ActiveSequence, response: Any) -> Any:

@@ -9,9 +9,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .option import Option, SettingError, comma_list
+from .option import Option, SettingError, comma_list, file_path
 
-METAVARS: dict[Any, str] = {int: "N", float: "X", comma_list: "A,B"}
+METAVARS: dict[Any, str] = {int: "N", float: "X", comma_list: "A,B", file_path: "PATH"}
 
 
 def help_text(option: Option[Any], off: bool = False) -> str:
