@@ -16,9 +16,11 @@
   finished answer that is never read does not hold its socket and buffers for ever (the
   engine side of a never-read stream is bounded by engine/handle.py).
 - **Connections**: past ``--max-connections`` open connections (by default the open-file
-  limit less a reserve for the model's files, logs and the engine), a new one is answered 503
-  and closed at once, before its request is read: the process never runs out of descriptors,
-  so ``accept()`` keeps working and the connections it has keep being served.
+  limit less a reserve for the model's files, logs and the engine), the oldest connection
+  that is idle or still sending its request is closed (408) to make room; when every one has
+  a request being answered, the new one is answered 503 and closed before its request is
+  read. The process never runs out of descriptors, so ``accept()`` keeps working, and slow
+  clients, however many, cannot keep a new client (a health check) out.
 """
 
 from __future__ import annotations
@@ -62,14 +64,42 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
         self._write_timer: asyncio.TimerHandle | None = None
+        self._opened_at = self.loop.time()
         if self.max_connections and len(self.connections) > self.max_connections:
-            _log_refused(f"refused a connection: {len(self.connections) - 1} are open "
-                         f"(--max-connections {self.max_connections})")
-            with contextlib.suppress(Exception):
-                transport.write(TOO_MANY_CONNECTIONS)
-            transport.close()
-            return
+            victim = self._oldest_still_sending()
+            if victim is None:
+                _log_refused(f"refused a connection: {len(self.connections) - 1} are open, "
+                             f"each with a request being answered (--max-connections "
+                             f"{self.max_connections})")
+                with contextlib.suppress(Exception):
+                    transport.write(TOO_MANY_CONNECTIONS)
+                transport.close()
+                return
+            _log_refused(f"closed the oldest connection still sending its request: "
+                         f"{self.max_connections} are open (--max-connections)")
+            victim._evict()
         self._arm_header_timer()
+
+    def _still_sending(self) -> bool:
+        """Idle, or still sending its request's head or body, with no answer under way: a
+        connection the server may let go at no cost to a request it is answering."""
+        cycle = self.cycle
+        answering = cycle is not None and cycle.response_started and not cycle.response_complete
+        return (self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not answering
+                and not self.transport.is_closing())
+
+    def _oldest_still_sending(self) -> GuardedH11Protocol | None:
+        """At the cap, a slow or idle client gives way to a new one (a health check, say):
+        thousands of trickled bodies then cannot lock everyone else out."""
+        candidates = [c for c in self.connections if c is not self
+                      and isinstance(c, GuardedH11Protocol) and c._still_sending()]
+        return min(candidates, key=lambda c: c._opened_at, default=None)
+
+    def _evict(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(REQUEST_TIMEOUT)
+        self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)

@@ -145,18 +145,34 @@ def test_the_metrics_port_closes_a_silent_connection_and_reads_any_header_case(
         assert time.monotonic() - start_s < 15  # --timeout-header, 10 s by default
 
 
-def test_connections_past_the_cap_are_refused_with_503(bounded: ReferenceServer) -> None:
+def test_at_the_cap_the_oldest_slow_client_gives_way(bounded: ReferenceServer) -> None:
     held = [socket.create_connection(("127.0.0.1", bounded.port)) for _ in range(12)]
     try:
+        time.sleep(0.2)
+        assert httpx.get(f"{bounded.base_url}/health", timeout=10).status_code == 200
+        held[0].settimeout(5)
+        assert held[0].recv(100).startswith(b"HTTP/1.1 408")  # the oldest, silent one
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_connections_past_the_cap_are_refused_with_503(bounded: ReferenceServer) -> None:
+    body = b'{"prompt": "Hi", "n_predict": 100000, "stream": true, "ignore_eos": true}'
+    head = ("POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+            f"\r\nContent-Length: {len(body)}\r\n\r\n")
+    busy = [raw(bounded, head, body) for _ in range(12)]  # each being answered
+    try:
+        time.sleep(0.5)
         extra = socket.create_connection(("127.0.0.1", bounded.port), timeout=5)
         with extra:
             answer = extra.recv(4096)
         assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
         assert b'"too_many_connections"' in answer
     finally:
-        for sock in held:
+        for sock in busy:
             sock.close()
-    time.sleep(0.5)
+    time.sleep(1.0)
     assert httpx.get(f"{bounded.base_url}/health", timeout=10).status_code == 200
 
 

@@ -53,8 +53,9 @@ ACCESS_OPTIONS: tuple[Option[object], ...] = (
            "steadily it trickles (a chunked body too); then 408", ACCESS,
            flags=("--timeout-body",), env=("MLXCEL_TIMEOUT_BODY",), type=float,
            field="timeout_body_s", minimum=0.1),
-    Option("max_connections", 0, "most open client connections; one more is answered 503 and "
-           "closed before its request is read (0: the open-file limit less 128)", ACCESS,
+    Option("max_connections", 0, "most open client connections; one more replaces the oldest "
+           "idle or still-sending one, else is answered 503 and closed (0: the open-file limit "
+           "less 128)", ACCESS,
            flags=("--max-connections",), env=("MLXCEL_MAX_CONNECTIONS",), type=int,
            minimum=0),
     Option("shutdown_grace", 30.0, "seconds the first SIGTERM or Ctrl-C lets running requests "
