@@ -75,8 +75,9 @@ class Trickler:
         host, port = address(self.base_url)
         chunked = int(self.count * self.chunked_share)
         for i in range(self.count):
+            # a declared length under any body limit (a larger one is refused at once: 413)
             extra = (["Transfer-Encoding: chunked"] if i < chunked
-                     else ["Content-Length: 100000000"])
+                     else ["Content-Length: 100000"])
             sock = socket.create_connection((host, port), timeout=10)
             sock.sendall(_head("/v1/chat/completions", f"{host}:{port}", self.auth, extra))
             sock.setblocking(False)
