@@ -23,6 +23,8 @@ FEATURES = (
     ("robustness.bad_input", "bad input that once answered 500"),
     ("robustness.read_timeout", "36 stalled connections (slowloris headers and bodies)"),
     ("robustness.refused_batch", "four 16-prompt requests at once: no work left after"),
+    ("robustness.stream_backpressure", "four streams whose client never reads"),
+    ("robustness.trickled_bodies", "50 bodies trickled one byte a second"),
     ("robustness.whole_run", "/health and memory over the whole run"),
 )
 

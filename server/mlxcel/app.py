@@ -23,7 +23,7 @@ from .error_shapes import register as register_error_shape
 from .families import Family, installed
 from .http_server import install_accept_error_limiter
 from .memory import trim_after_large_bodies
-from .observability import engine_registry
+from .observability import MetricsPortGate, engine_registry
 
 
 def server_routers() -> list[APIRouter]:
@@ -79,7 +79,7 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     state = AppState(config=config, engine=engine)
-    if config.metrics:
+    if config.metrics or config.metrics_port:
         state.services.metrics = engine_registry(engine)
     app.state.mlxcel = state
     families = mount_families()
@@ -91,7 +91,10 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
         needs = {path: need for family in families for path, need in family.needs.items()}
         app.add_middleware(AudioOnlyGate, model_name=state.model_name, served=served,
                            needs=needs)
+    if config.metrics_port:  # inside the key check: a 404 there needs the key, as before
+        app.add_middleware(MetricsPortGate, port=config.metrics_port)
     if config.api_key:
         app.add_middleware(ApiKeyMiddleware, api_key=config.api_key)
-    app.add_middleware(RequestGuard, settings=GuardSettings.of(config))  # outermost: first
+    app.add_middleware(RequestGuard, settings=GuardSettings.of(config),  # outermost: first
+                       admission=state.admission)
     return app

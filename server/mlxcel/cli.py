@@ -181,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         _check_sources(args)
         sock = None if _is_follower() else listening_socket(args.host, args.port)
+        # --metrics-port: a second socket of the same server and app (observability.py)
+        sockets = [] if sock is None else [sock]
+        if sock is not None and args.metrics_port:
+            sockets.append(listening_socket(args.host, args.metrics_port))
         config = config_from_args(args)
         _check_vision(config.model)
         _check_gguf(config.model)
@@ -191,30 +195,32 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         run_follower(config.model)
         return
-    _serve(args, config, sock)
+    _serve(args, config, sockets)
 
 
-def _serve(args: argparse.Namespace, config: ServerConfig, sock: socket.socket) -> None:
+def _serve(args: argparse.Namespace, config: ServerConfig,
+           sockets: list[socket.socket]) -> None:
     import uvicorn
 
     from .app import create_app
     from .engine.worker import Engine
-    from .http_server import guarded_protocol, raise_open_file_limit
-    from .observability import start_metrics_server
+    from .http_server import connection_cap, guarded_protocol, raise_open_file_limit
+    from .shutdown import GracefulServer
 
     engine = Engine(engine_config(args, config))
     app = create_app(config, engine)
-    if config.metrics_port:
-        start_metrics_server(config.metrics_port, engine, config)
-    raise_open_file_limit()
-    server = uvicorn.Server(
+    max_connections = connection_cap(config.max_connections, raise_open_file_limit())
+    server = GracefulServer(
         # asyncio and h11 even where uvicorn[standard] is installed: measured here, a single
         # stream decoded ~2.5x slower with httptools and ~4x with httptools + uvloop (the
         # loop thread holds the GIL the engine thread needs; benchmarks/README.md). The h11
         # protocol closes connections whose headers never finish (http_server.py).
         uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level,
-                       loop="asyncio", http=guarded_protocol(config.timeout_header_s),
-                       timeout_keep_alive=max(1, round(config.timeout_keep_alive_s)))
+                       loop="asyncio",
+                       http=guarded_protocol(config.timeout_header_s, max_connections,
+                                             engine.config.stream_stall_timeout_s),
+                       timeout_keep_alive=max(1, round(config.timeout_keep_alive_s))),
+        engine, app.state.mlxcel.admission, config.shutdown_grace_s,
     )
 
     def _fatal() -> None:
@@ -222,12 +228,12 @@ def _serve(args: argparse.Namespace, config: ServerConfig, sock: socket.socket) 
 
     engine.on_fatal = _fatal
     logging.getLogger("uvicorn.error").addFilter(TracebackFilter())
-    host, port = sock.getsockname()[:2]
+    host, port = sockets[0].getsockname()[:2]
     # uvicorn names the address only for a socket it binds itself
     logging.getLogger("mlxcel").info("bound to http://%s:%d",
                                      f"[{host}]" if ":" in host else host, port)
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=sockets)
     except SystemExit as failed:  # uvicorn's startup failure (e.g. an image model that fails)
         # The engine thread may still be inside MLX loading the text model; finalizing the
         # interpreter around it aborts the process ("terminate called ..."), so leave at once.

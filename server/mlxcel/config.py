@@ -86,6 +86,9 @@ class ServerConfig:
     allowed_hosts: tuple[str, ...] = _s("allowed_hosts")
     timeout_header_s: float = _s("timeout_header_s")
     timeout_read_s: float = _s("timeout_read_s")
+    timeout_body_s: float = _s("timeout_body_s")
+    max_connections: int = _s("max_connections")
+    shutdown_grace_s: float = _s("shutdown_grace_s")
     timeout_keep_alive_s: float = _s("timeout_keep_alive_s")
     # Bytes the Responses store may hold, as stored (least recently used evicted first).
     responses_store_max_bytes: int = _s("responses_store_max_bytes")

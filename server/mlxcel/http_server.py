@@ -11,6 +11,16 @@
   count per interval.
 - **File descriptors**: the soft limit is raised to the hard limit at startup, so the
   header timeout, not the descriptor limit, is what bounds idle connections.
+- **Write stalls**: a connection whose client stops reading (the transport has paused
+  writing, above its high-water mark) for ``--stream-stall-timeout`` seconds is aborted, so a
+  finished answer that is never read does not hold its socket and buffers for ever (the
+  engine side of a never-read stream is bounded by engine/handle.py).
+- **Connections**: past ``--max-connections`` open connections (by default the open-file
+  limit less a reserve for the model's files, logs and the engine), the oldest connection
+  that is idle or still sending its request is closed (408) to make room; when every one has
+  a request being answered, the new one is answered 503 and closed before its request is
+  read. The process never runs out of descriptors, so ``accept()`` keeps working, and slow
+  clients, however many, cannot keep a new client (a health check) out.
 """
 
 from __future__ import annotations
@@ -24,21 +34,72 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .rate_limited_log import RateLimitedLog
+
 log = logging.getLogger("mlxcel.http")
+_log_refused = RateLimitedLog(log, level=logging.WARNING)
+_log_stalled = RateLimitedLog(log)
 
 REQUEST_TIMEOUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
                    b"content-length: 0\r\nconnection: close\r\n\r\n")
+# The family is unknown before the request is read: OpenAI's error shape, the default.
+_BUSY_BODY = (b'{"error":{"message":"Too many open connections (--max-connections); retry '
+              b'later.","type":"server_busy","code":"too_many_connections"}}')
+TOO_MANY_CONNECTIONS = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                        b"content-length: " + str(len(_BUSY_BODY)).encode() +
+                        b"\r\nretry-after: 1\r\nconnection: close\r\n\r\n" + _BUSY_BODY)
+# Descriptors kept for what is not a client connection: model and tokenizer files, logs,
+# the prompt cache, the engine's pipes.
+FD_RESERVE = 128
 
 
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline on each request's header block."""
 
     header_timeout_s: float = 10.0
+    max_connections: int = 0  # 0: no cap
+    write_stall_timeout_s: float = 0.0  # 0: none
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
+        self._opened_at = self.loop.time()
+        if self.max_connections and len(self.connections) > self.max_connections:
+            victim = self._oldest_still_sending()
+            if victim is None:
+                _log_refused(f"refused a connection: {len(self.connections) - 1} are open, "
+                             f"each with a request being answered (--max-connections "
+                             f"{self.max_connections})")
+                with contextlib.suppress(Exception):
+                    transport.write(TOO_MANY_CONNECTIONS)
+                transport.close()
+                return
+            _log_refused(f"closed the oldest connection still sending its request: "
+                         f"{self.max_connections} are open (--max-connections)")
+            victim._evict()
         self._arm_header_timer()
+
+    def _still_sending(self) -> bool:
+        """Idle, or still sending its request's head or body, with no answer under way: a
+        connection the server may let go at no cost to a request it is answering."""
+        cycle = self.cycle
+        answering = cycle is not None and cycle.response_started and not cycle.response_complete
+        return (self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not answering
+                and not self.transport.is_closing())
+
+    def _oldest_still_sending(self) -> GuardedH11Protocol | None:
+        """At the cap, a slow or idle client gives way to a new one (a health check, say):
+        thousands of trickled bodies then cannot lock everyone else out."""
+        candidates = [c for c in self.connections if c is not self
+                      and isinstance(c, GuardedH11Protocol) and c._still_sending()]
+        return min(candidates, key=lambda c: c._opened_at, default=None)
+
+    def _evict(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(REQUEST_TIMEOUT)
+        self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -55,7 +116,30 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        self._disarm_write_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.write_stall_timeout_s and getattr(self, "_write_timer", None) is None:
+            self._write_timer = self.loop.call_later(self.write_stall_timeout_s,
+                                                     self._write_stalled)
+
+    def resume_writing(self) -> None:
+        self._disarm_write_timer()
+        super().resume_writing()
+
+    def _disarm_write_timer(self) -> None:
+        timer = getattr(self, "_write_timer", None)
+        if timer is not None:
+            timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        self._write_timer = None
+        _log_stalled(f"closed a connection whose client read nothing for "
+                     f"{self.write_stall_timeout_s:g} s (--stream-stall-timeout)")
+        self.transport.abort()  # what is unsent is dropped: nobody was reading it
 
     def _arm_header_timer(self) -> None:
         self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timed_out)
@@ -75,10 +159,21 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def guarded_protocol(header_timeout_s: float) -> type[GuardedH11Protocol]:
-    """A ``GuardedH11Protocol`` class with its timeout (uvicorn instantiates the class)."""
+def guarded_protocol(header_timeout_s: float, max_connections: int = 0,
+                     write_stall_timeout_s: float = 0.0) -> type[GuardedH11Protocol]:
+    """A ``GuardedH11Protocol`` class with its timeouts and connection cap (uvicorn
+    instantiates the class)."""
     return type("GuardedH11Protocol", (GuardedH11Protocol,),
-                {"header_timeout_s": max(0.1, header_timeout_s)})
+                {"header_timeout_s": max(0.1, header_timeout_s),
+                 "max_connections": max(0, max_connections),
+                 "write_stall_timeout_s": max(0.0, write_stall_timeout_s)})
+
+
+def connection_cap(requested: int, open_file_limit: int | None) -> int:
+    """``--max-connections``, or when 0 the open-file limit less ``FD_RESERVE`` (0: none)."""
+    if requested > 0:
+        return requested
+    return max(1, open_file_limit - FD_RESERVE) if open_file_limit else 0
 
 
 class AcceptErrorLimiter:

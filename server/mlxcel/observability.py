@@ -4,26 +4,23 @@ The metric families are prometheus-client ``Metric`` objects collected by a regi
 is rendered here because prometheus-client renames counters that do not end in ``_total``
 (``mlxcel_batch_sequences_started`` would be announced as ``..._started_total``), and the
 reference names are exact. Served on /metrics with ``--metrics``, and on its own port with
-``--metrics-port`` (there at ``/metrics`` only, behind the same API key and browser rules).
+``--metrics-port``: that port is a second socket of the same uvicorn server and app
+(cli.py), so its timeouts, connection cap, API key and browser rules are the main port's;
+``MetricsPortGate`` answers only ``/metrics`` there.
 """
 
 from __future__ import annotations
 
-import hmac
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .api.auth import presented_key
-from .api.guard import GuardSettings, refusal
-from .config import ServerConfig
+from .api.handlers import refuse
 from .engine.worker import Engine
-from .errors import AuthenticationError, MissingApiKey, MlxcelError, RouteNotFound
+from .errors import RouteNotFound
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -100,46 +97,19 @@ def engine_registry(engine: Engine) -> CollectorRegistry:
     return registry
 
 
-def start_metrics_server(port: int, engine: Engine, config: ServerConfig) -> ThreadingHTTPServer:
-    """Serve the same text at ``config.host:port/metrics``, from a daemon thread, with the main
-    server's rules: the API key when one is set, and no browser Origin or rebinding Host."""
-    registry = engine_registry(engine)
-    settings = GuardSettings.of(config)
-    key = config.api_key
+class MetricsPortGate:
+    """On the ``--metrics-port`` socket, everything but ``/metrics`` is 404."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            status, body, kind = _metrics_answer(self.path, dict(self.headers.items()),
-                                                 registry, settings, key)
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def __init__(self, app: ASGIApp, port: int) -> None:
+        self.app = app
+        self.port = port
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server") or ("", None)
+        if (scope["type"] in ("http", "websocket") and server[1] == self.port
+                and scope["path"] != "/metrics"):
+            where = f"{scope.get('method', 'GET')} {scope['path'][:100]}"
+            await refuse(RouteNotFound(f"Invalid URL ({where}): metrics are served at "
+                                       "/metrics"), scope, receive, send)
             return
-
-    server = ThreadingHTTPServer((config.host, port), Handler)
-    threading.Thread(target=server.serve_forever, name="mlxcel-metrics", daemon=True).start()
-    return server
-
-
-def _metrics_answer(path: str, headers: dict[str, str], registry: CollectorRegistry,
-                    settings: GuardSettings, api_key: str | None) -> tuple[int, bytes, str]:
-    """(status, body, content type) for a GET on the metrics port."""
-    lowered = {k.lower().encode("latin-1"): v.encode("latin-1") for k, v in headers.items()}
-    error: MlxcelError | None = refusal(settings, lowered, "http")
-    if error is None and api_key is not None:
-        raw = headers.get("Authorization") or headers.get("authorization") \
-            or headers.get("x-api-key") or headers.get("X-Api-Key")
-        presented = presented_key(raw)
-        if presented is None:
-            error = MissingApiKey("Missing API key: send it as 'Authorization: Bearer <key>'.")
-        elif not hmac.compare_digest(presented.encode(), api_key.encode()):
-            error = AuthenticationError("Invalid API key.")
-    if error is None and path.split("?", 1)[0] != "/metrics":
-        error = RouteNotFound(f"Invalid URL (GET {path[:100]}): metrics are served at /metrics")
-    if error is not None:
-        return error.status, json.dumps(error.to_openai()).encode(), "application/json"
-    return 200, render(registry).encode(), CONTENT_TYPE
+        await self.app(scope, receive, send)

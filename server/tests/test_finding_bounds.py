@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -24,8 +23,6 @@ from mlxcel.families.llama import models as native
 from mlxcel.families.responses.response_store import StoredResponse
 from mlxcel.families.responses.store_service import make_stores
 from mlxcel.limits import RequestLimits
-from mlxcel.observability import start_metrics_server
-from mlxcel_conformance.target import free_port
 
 
 @pytest.fixture(scope="module")
@@ -155,23 +152,23 @@ def test_responses_store_holds_at_most_its_bytes(client: TestClient) -> None:
 # -- 8: the metrics port ----------------------------------------------------------------------
 
 def test_metrics_port_honours_the_api_key_and_serves_metrics_only(fixture_model: str) -> None:
-    port = free_port()
-    engine = Engine(EngineConfig(model=fixture_model))
-    server = start_metrics_server(port, engine, ServerConfig(model=fixture_model, api_key="k"))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        assert httpx.get(f"{url}/metrics").status_code == 401
-        assert httpx.get(f"{url}/metrics", headers={"Authorization": "Bearer no"}
-                         ).status_code == 401
-        ok = httpx.get(f"{url}/metrics", headers={"Authorization": "Bearer k"})
-        assert ok.status_code == 200 and "mlxcel_requests_total" in ok.text
-        assert httpx.get(f"{url}/anything", headers={"x-api-key": "k"}).status_code == 404
-        evil = httpx.get(f"{url}/metrics", headers={"Authorization": "Bearer k",
-                                                    "Origin": "http://evil.example"})
-        assert evil.status_code == 403
-    finally:
-        server.shutdown()
-        server.server_close()
+    """The metrics port is a socket of the same app (cli.py): the main port's rules, header
+    names in any case included."""
+    port = 9464
+    app = create_app(ServerConfig(model=fixture_model, api_key="k", metrics_port=port),
+                     Engine(EngineConfig(model=fixture_model)))
+    client = TestClient(app, base_url=f"http://127.0.0.1:{port}")
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers={"Authorization": "Bearer no"}).status_code == 401
+    for name, value in (("Authorization", "Bearer k"), ("AUTHORIZATION", "Bearer k"),
+                        ("X-API-KEY", "k")):
+        ok = client.get("/metrics", headers={name: value})
+        assert ok.status_code == 200 and "mlxcel_requests_total" in ok.text, name
+    assert client.get("/anything", headers={"x-api-key": "k"}).status_code == 404
+    assert client.get("/v1/models", headers={"x-api-key": "k"}).status_code == 404
+    evil = client.get("/metrics", headers={"Authorization": "Bearer k",
+                                          "Origin": "http://evil.example"})
+    assert evil.status_code == 403
 
 
 def test_limits_are_installed_by_the_app(fixture_model: str) -> None:

@@ -6,6 +6,7 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 `engine_checks`, `concurrency` (many streams at once), `llama_native` and `llama_native_docs`
 (llama-server's native routes and its README's features), `vision` (image input), `speculative`,
 `speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests),
+`backpressure` (clients that read or send slowly),
 `anthropic_schema_keys` (the Message keys of Anthropic's current schema), `chat_choices` (``n``),
 `responses_store` (what a Responses store keeps: after a disconnect, a restart; field bounds),
 `inline_checks` (checks whose logic runs inline in a test, registered by name).
@@ -46,6 +47,7 @@ CHECK_MODULES = (
     "speech",
     "images",
     "robustness",
+    "backpressure",
     "field_parity",
     "anthropic_schema_keys",
     "chat_choices",

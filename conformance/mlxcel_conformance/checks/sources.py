@@ -277,6 +277,9 @@ SOURCES: dict[str, tuple[Tier, str]] = {
                                 "request runs"),
     "stalled_connections_released": (E, REFERENCE + ": header and read timeouts"),
     "no_orphaned_work": (E, REFERENCE + ": nothing queued for a refused request"),
+    "stream_memory_bounded": (E, REFERENCE + ": a stream's unread output is bounded "
+                                "(docs/limits.md, Backpressure)"),
+    "slot_freed_on_close": (E, REFERENCE + ": a closed stream frees its slot"),
 }
 
 

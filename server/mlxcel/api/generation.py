@@ -7,11 +7,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import Request
 
 from ..engine.handle import RequestHandle
-from ..errors import ServerError
+from ..errors import ServerBusy, ServerError
 from ..generation import EngineEvent, Finished, PromptProgress, TokenDelta, TokenLogprob
 
 DISCONNECT_POLL_S = 0.05
@@ -47,6 +48,9 @@ async def collect(request: Request, handle: RequestHandle) -> Collected:
             else:
                 if event.reason == "error":
                     raise ServerError(f"generation failed: {event.error}")
+                if event.reason == "cancelled" and handle.server_reason:
+                    # a shutdown stopped it: not an answer that merely looks short
+                    raise ServerBusy(handle.server_reason, code="shutting_down")
                 text = "".join(delta.text for delta in deltas)
                 return Collected(text, event, logprobs, deltas)
     finally:
@@ -56,6 +60,16 @@ async def collect(request: Request, handle: RequestHandle) -> Collected:
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
     raise ServerError("generation ended without a result")
+
+
+def server_stop_error(handles: list[RequestHandle]) -> dict[str, Any] | None:
+    """The ``data: {"error": ...}`` payload for a stream the server stopped (a shutdown)
+    after its final chunk: a client sees a clean end, then why it came early (openai-python
+    raises ``APIError`` on it). None when the server stopped none of ``handles``."""
+    reason = next((h.server_reason for h in handles if h.server_reason), None)
+    if reason is None:
+        return None
+    return {"error": {"message": reason, "type": "server_error", "code": "shutting_down"}}
 
 
 async def stream_events(handle: RequestHandle) -> AsyncIterator[EngineEvent]:

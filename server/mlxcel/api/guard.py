@@ -10,7 +10,10 @@
   403: a page on ``evil.example`` rebound to 127.0.0.1 still says ``Host: evil.example``.
 - **Body size**: a declared ``Content-Length`` over ``--max-body-bytes`` is 413 before any byte
   of the body is read; a chunked body is counted as it arrives and refused at the limit.
-- **Body read timeout**: a body that stops arriving for ``--timeout-read`` seconds is 408.
+- **Body read timeout**: a body that stops arriving for ``--timeout-read`` seconds is 408,
+  and so is one, trickled or endlessly chunked, not complete within ``--timeout-body``
+  seconds of its headers (the pause between reads alone never ends a steady trickle).
+- **Admission**: once a shutdown has begun (shutdown.py), every new request is 503.
 
 Refusals are rendered by ``handlers.refuse``: the family's own error shape (Anthropic's on its
 routes); a WebSocket handshake is refused the same way (HTTP 403 before it is accepted), so the
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import ServerConfig
-from ..errors import Forbidden, MlxcelError, RequestTimeout, RequestTooLarge
+from ..errors import Forbidden, MlxcelError, RequestTimeout, RequestTooLarge, ServerBusy
 from .handlers import refuse
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
@@ -40,12 +43,30 @@ class GuardSettings:
     bound_host: str = "127.0.0.1"
     allowed_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
+    body_timeout_s: float = 60.0
 
     @classmethod
     def of(cls, config: ServerConfig) -> GuardSettings:
         return cls(max_body_bytes=config.limits.max_body_bytes,
                    read_timeout_s=config.timeout_read_s, bound_host=config.host,
-                   allowed_origins=config.allowed_origins, allowed_hosts=config.allowed_hosts)
+                   allowed_origins=config.allowed_origins, allowed_hosts=config.allowed_hosts,
+                   body_timeout_s=config.timeout_body_s)
+
+
+class Admission:
+    """Whether new requests are let in; closed once, when a shutdown begins."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def refusal(self) -> MlxcelError | None:
+        if not self.closed:
+            return None
+        return ServerBusy("The server is shutting down and takes no new requests.",
+                          code="shutting_down")
 
 
 def is_loopback(host: str) -> bool:
@@ -102,9 +123,11 @@ def refusal(settings: GuardSettings, headers: dict[bytes, bytes], scheme: str,
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, settings: GuardSettings) -> None:
+    def __init__(self, app: ASGIApp, settings: GuardSettings,
+                 admission: Admission | None = None) -> None:
         self.app = app
         self.settings = settings
+        self.admission = admission or Admission()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -113,7 +136,8 @@ class RequestGuard:
         pairs = scope.get("headers") or []
         headers = dict(pairs)
         origins = sum(1 for name, _ in pairs if name == b"origin")
-        error = refusal(self.settings, headers, scope.get("scheme", "http"), origins)
+        error = self.admission.refusal() or refusal(self.settings, headers,
+                                                    scope.get("scheme", "http"), origins)
         declared = headers.get(b"content-length", b"")
         if error is None and declared.isdigit() and int(declared) > self.settings.max_body_bytes:
             error = self._too_large()
@@ -134,14 +158,20 @@ class RequestGuard:
         received = 0
         done = False
         limit, timeout = self.settings.max_body_bytes, self.settings.read_timeout_s
+        whole = self.settings.body_timeout_s
+        deadline = asyncio.get_running_loop().time() + whole
 
         async def bounded_receive() -> Message:
             nonlocal received, done
             if done:  # the body is in: later calls wait for a disconnect, for as long as needed
                 return await receive()
+            left = deadline - asyncio.get_running_loop().time()
             try:
-                message = await asyncio.wait_for(receive(), timeout)
+                message = await asyncio.wait_for(receive(), max(0.0, min(timeout, left)))
             except asyncio.TimeoutError:
+                if left <= timeout:
+                    raise RequestTimeout(f"The request body did not arrive within {whole:g} s "
+                                         "(--timeout-body).") from None
                 raise RequestTimeout(f"The request body stopped arriving for {timeout:g} s "
                                      "(--timeout-read).") from None
             if message["type"] == "http.request":

@@ -8,12 +8,17 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from ..error_shapes import render_error
 from ..errors import InvalidRequestError, MethodNotAllowed, MlxcelError, RouteNotFound, ServerError
+from ..rate_limited_log import RateLimitedLog
 
 log = logging.getLogger("mlxcel.api")
+# A client that aborts while sending its body is its own business, and thousands may: one
+# line per interval, no traceback.
+_log_abort = RateLimitedLog(log)
 
 
 def error_response(error: MlxcelError, path: str = "") -> JSONResponse:
@@ -71,7 +76,17 @@ async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     return response
 
 
+async def _on_client_disconnect(request: Request, exc: Exception) -> JSONResponse:
+    client = request.client.host if request.client else "?"
+    _log_abort(f"client {client} went away while sending {request.method} "
+               f"{request.url.path[:100]}")
+    # nobody will read it: uvicorn drops a response to a closed connection
+    return error_response(InvalidRequestError("The client closed the connection."),
+                          request.url.path)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ClientDisconnect, _on_client_disconnect)
     app.add_exception_handler(MlxcelError, _on_mlxcel_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
     app.add_exception_handler(RequestValidationError, _on_validation_error)

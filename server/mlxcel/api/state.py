@@ -13,6 +13,7 @@ from .. import __version__
 from ..config import ServerConfig
 from ..engine.model import LoadedModel
 from ..engine.worker import Engine
+from .guard import Admission
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -42,6 +43,8 @@ class AppState:
     config: ServerConfig
     engine: Engine
     services: Services = field(init=False)
+    # closed by the bounded shutdown (shutdown.py): then every new request is 503
+    admission: Admission = field(default_factory=Admission)
 
     def __post_init__(self) -> None:
         self.services = Services()

@@ -40,6 +40,9 @@ class EngineConfig:
     solo_only: bool = False
     # A stream's tokens gather this long between wake-ups of the event loop (engine/handle.py).
     stream_interval_ms: float = _shipped("stream_interval_ms")
+    # A stream's unread output is bounded in bytes and in time (engine/handle.py).
+    stream_buffer_bytes: int = _shipped("stream_buffer_bytes")
+    stream_stall_timeout_s: float = _shipped("stream_stall_timeout_s")
 
     def __post_init__(self) -> None:
         if self.solo_only and self.parallel != 1:

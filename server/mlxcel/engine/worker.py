@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -94,6 +95,8 @@ class Engine:
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
         self._logprobs: LogprobRenderer | None = None
         self.on_fatal: Callable[[], None] | None = None
+        # every handle not yet finished, for cancel_all (a bounded shutdown: shutdown.py)
+        self._live: weakref.WeakSet[RequestHandle] = weakref.WeakSet()
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -110,6 +113,20 @@ class Engine:
             self._thread.join(timeout)
             wait_gone(self._thread)  # its MLX thread-locals, gone before an exit: thread_exit.py
         mx.synchronize()  # MLX work in flight at exit aborts (134); the thread drains its own
+
+    def cancel_all(self, reason: str | None = None) -> int:
+        """Cancel every request not yet finished (the engine ends each with its final event
+        at its next step), saying ``reason`` to their clients; how many there were. Safe
+        from any thread."""
+        live = [handle for handle in list(self._live) if not handle.finished.is_set()]
+        for handle in live:
+            handle.cancel(reason)
+        return len(live)
+
+    @property
+    def unfinished(self) -> int:
+        """Requests queued or running."""
+        return sum(1 for handle in list(self._live) if not handle.finished.is_set())
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -163,8 +180,11 @@ class Engine:
         enter the queue at once (503 when it cannot take them all, leaving nothing queued)."""
         checked = [self._checked(r, priority, count_in_metrics) for r in requests]
         loop = asyncio.get_running_loop()
-        handles = [RequestHandle(request, loop, self.config.stream_interval_ms / 1000)
+        handles = [RequestHandle(request, loop, self.config.stream_interval_ms / 1000,
+                                 self.config.stream_buffer_bytes,
+                                 self.config.stream_stall_timeout_s)
                    for request in checked]
+        self._live.update(handles)
         self.queue.push_all(handles)
         return handles
 

@@ -49,6 +49,15 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
            "once; only a stream faster than one token per interval is grouped)", ENGINE,
            flags=("--stream-interval-ms",),
            env=("MLXCEL_STREAM_INTERVAL_MS",), type=float, to="engine", minimum=0.0),
+    Option("stream_buffer_bytes", 8 * 1024 * 1024, "bytes of output (as encoded, estimated) "
+           "a stream may hold unread by its client; more cancels the generation (docs/limits.md)",
+           ENGINE, flags=("--stream-buffer-bytes",), env=("MLXCEL_STREAM_BUFFER_BYTES",),
+           type=int, to="engine", minimum=1024),
+    Option("stream_stall_timeout", 30.0, "seconds a stream's output may wait unread by its "
+           "client before the generation is cancelled, and a connection may read nothing of "
+           "what the server has to send before it is closed (docs/limits.md)", ENGINE,
+           flags=("--stream-stall-timeout",), env=("MLXCEL_STREAM_STALL_TIMEOUT",), type=float,
+           to="engine", field="stream_stall_timeout_s", minimum=0.1),
 )
 
 SPECULATIVE_OPTIONS: tuple[Option[object], ...] = (

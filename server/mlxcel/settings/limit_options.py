@@ -49,6 +49,19 @@ ACCESS_OPTIONS: tuple[Option[object], ...] = (
     Option("timeout_read", 15.0, "seconds a request body may pause between two reads; then "
            "408", ACCESS, flags=("--timeout-read",), env=("MLXCEL_TIMEOUT_READ",), type=float,
            field="timeout_read_s", minimum=0.1),
+    Option("timeout_body", 60.0, "seconds a whole request body may take to arrive, however "
+           "steadily it trickles (a chunked body too); then 408", ACCESS,
+           flags=("--timeout-body",), env=("MLXCEL_TIMEOUT_BODY",), type=float,
+           field="timeout_body_s", minimum=0.1),
+    Option("max_connections", 0, "most open client connections; one more replaces the oldest "
+           "idle or still-sending one, else is answered 503 and closed (0: the open-file limit "
+           "less 128)", ACCESS,
+           flags=("--max-connections",), env=("MLXCEL_MAX_CONNECTIONS",), type=int,
+           minimum=0),
+    Option("shutdown_grace", 30.0, "seconds the first SIGTERM or Ctrl-C lets running requests "
+           "finish (new ones get 503); streams still running then end with their final event "
+           "and the server exits 0", ACCESS, flags=("--shutdown-grace",),
+           env=("MLXCEL_SHUTDOWN_GRACE",), type=float, field="shutdown_grace_s", minimum=0.0),
     Option("timeout_keep_alive", 5.0, "seconds an idle kept-alive connection stays open",
            ACCESS, flags=("--timeout-keep-alive",), env=("MLXCEL_TIMEOUT_KEEP_ALIVE",),
            type=float, field="timeout_keep_alive_s", minimum=0.1),

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect, stream_events
+from ...api.generation import collect, server_stop_error, stream_events
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import FINGERPRINT, app_state
@@ -103,6 +103,8 @@ async def _stream(
                     yield data_event(chunk)
         if body.wants_usage_chunk():
             yield data_event(encoder.usage(finished, body.n or 1))
+        if (stopped := server_stop_error(handles)) is not None:
+            yield data_event(stopped)
         yield data_event("[DONE]")
     finally:
         for handle in handles:

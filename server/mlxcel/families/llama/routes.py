@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ...api.generation import _watch_disconnect
+from ...api.generation import _watch_disconnect, server_stop_error
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import AppState, app_state
@@ -129,6 +129,8 @@ async def _stream(handles: list[RequestHandle], runs: list[NativeRun],
                         return
                     else:
                         yield data_event(renderer(run, streamed=True))
+        if (stopped := server_stop_error(handles)) is not None:
+            yield data_event(stopped)
     finally:
         for handle in handles:
             handle.cancel()

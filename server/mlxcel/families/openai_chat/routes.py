@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect, stream_batches_with_progress
+from ...api.generation import collect, server_stop_error, stream_batches_with_progress
 from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority
@@ -148,6 +148,8 @@ async def _stream(
         if body.wants_usage_chunk():
             encoder = ChatChunkEncoder(setup.generation.request_id, model_name, FINGERPRINT)
             yield data_event(encoder.usage(closed.finished, closed.reasoning_tokens))
+        if (stopped := server_stop_error(handles)) is not None:
+            yield data_event(stopped)
         yield data_event("[DONE]")
     finally:
         for handle in handles:
