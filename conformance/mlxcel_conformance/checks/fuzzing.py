@@ -25,7 +25,8 @@ Only a 2xx or 3xx counts as accepting: any 4xx or 5xx is a refusal (the robustne
 judge its status and shape).
 
 Generation requests are kept short: any property carrying ``x-mlxcel-fuzz-maximum`` in the spec
-(``max_tokens``...) is clamped to that value before the request is sent.
+(``max_tokens``...) is clamped to that value before the request is sent, and a body that sets
+no length gets one (``fuzz_bounds.bound_generation``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from schemathesis.specs.openapi.checks import ignored_auth, negative_data_reject
 
 from .. import spec
 from ..errors import SetupError, Severity
-from ..fuzz_bounds import clamp, fuzz_limits
+from ..fuzz_bounds import bound_generation, clamp, fuzz_limits
 from ..target import Target
 from .registry import check, fail
 
@@ -230,6 +231,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int,
         @hypothesis.given(case=operation.as_strategy(mode))
         def fuzz(case: schemathesis.Case) -> None:
             clamp(case.body, limits)
+            bound_generation(case.body, method, path, limits)
             _text_only(case.body)
             _declared_choice(case.body)
             _history_input(path, case.body)
