@@ -43,7 +43,7 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import ignored_auth, negative_data_rejection
 
-from .. import spec
+from .. import pace, spec
 from ..errors import SetupError, Severity
 from ..fuzz_bounds import bound_generation, clamp, fuzz_limits
 from ..target import Target
@@ -195,7 +195,8 @@ def _operation(target: Target, method: str, path: str, mode: GenerationMode) -> 
     """The operation to fuzz in ``mode``; the invalid pass never makes the credentials invalid
     (the suite sends its own key) and counts any 4xx or 5xx as a refusal."""
     schema = schemathesis.openapi.from_path(str(spec.spec_path()))
-    schema.config.update(base_url=target.base_url, request_timeout=60)
+    schema.config.update(base_url=target.base_url,
+                         request_timeout=pace.current().request_timeout_s)
     if mode is GenerationMode.NEGATIVE:
         schema.config.generation.update(with_security_parameters=False)
         schema.config.checks.negative_data_rejection.expected_statuses = REFUSED
