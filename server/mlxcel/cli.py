@@ -122,6 +122,17 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(**server)
 
 
+def _refuse_unservable_gguf(model: str) -> None:
+    """A GGUF file the server cannot serve stops it here with one line, before anything loads."""
+    from .engine.gguf import UnsupportedGGUF, check_gguf, is_gguf_path
+
+    if is_gguf_path(model):
+        try:
+            check_gguf(model)
+        except UnsupportedGGUF as exc:
+            raise SystemExit(f"mlxcel-server: cannot serve {exc}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     limit_malloc_arenas()  # before any thread starts (memory.py)
     keep_freed_memory()
@@ -132,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     config = config_from_args(args)
+    _refuse_unservable_gguf(config.model)
     if is_follower():  # under mlx.launch, ranks other than 0 run their shard and no HTTP
         run_follower(config.model)
         return

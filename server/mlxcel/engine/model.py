@@ -1,4 +1,5 @@
-"""Loading a model through mlx-lm (local path or hub id) and what the server needs to know of it."""
+"""Loading a model through mlx-lm (local path or hub id) or from a GGUF file (engine/gguf/), and
+what the server needs to know of it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mlx_lm.tokenizer_utils import TokenizerWrapper
 
 from ..limits import check_tokenize_length
 from . import cpu_kernels as kernels
+from .gguf import is_gguf_path, load_gguf
 
 if TYPE_CHECKING:
     from .vision import VisionSupport
@@ -94,7 +96,9 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0, cpu_kernels: bool = True
     from .distributed import load_sharded, sharding_group
 
     group = sharding_group()  # under mlx.launch: this rank's shard (see engine/distributed.py)
-    if group is not None:
+    if is_gguf_path(path_or_repo):  # llama.cpp's format, read by engine/gguf/
+        model, tokenizer, config = load_gguf(path_or_repo)
+    elif group is not None:
         model, tokenizer, config = load_sharded(path_or_repo, group)
     else:
         model, tokenizer, config = load(path_or_repo, return_config=True)  # type: ignore[misc]
