@@ -52,6 +52,12 @@ class Pace:
         return self.seconds_for(LONGEST_REQUEST_TOKENS)
 
 
+# Below this pace a target is slow (a real model on a CPU), and plain answers get shorter.
+SLOW_TOKENS_PER_S = 50.0
+# A plain answer's length there: every check of a plain answer (shape, framing, usage, the
+# stream against the body) reads as much from 8 tokens as from 32.
+SLOW_ANSWER_TOKENS = 8
+
 UNMEASURED = Pace(math.inf)
 _current: list[Pace] = [UNMEASURED]
 
@@ -89,3 +95,12 @@ def _probe(target: Target) -> float:
             if response.status_code == 200 and isinstance(tokens, int) and tokens > 0:
                 return tokens / elapsed
     return math.inf
+
+
+def answer_tokens(default: int) -> int:
+    """The length a plain suite request asks for by default: ``default``, or at most
+    ``SLOW_ANSWER_TOKENS`` on a slow target. A request that needs more (a tool call, reasoning)
+    sets its own."""
+    if current().tokens_per_s < SLOW_TOKENS_PER_S:
+        return min(default, SLOW_ANSWER_TOKENS)
+    return default

@@ -30,3 +30,13 @@ def test_the_self_started_fixture_is_not_probed() -> None:
     # a probe of the discard port would fail too; not probing is what leaves inf and no wait
     assert math.isinf(pace.measure(Target("http://127.0.0.1:9"), probe=False).tokens_per_s)
     pace._current[0] = pace.UNMEASURED
+
+
+def test_plain_answers_are_shorter_on_a_slow_target() -> None:
+    assert pace.answer_tokens(32) == 32  # unmeasured: the fixture's lengths
+    pace._current[0] = pace.Pace(5.0)
+    try:
+        assert pace.answer_tokens(32) == pace.SLOW_ANSWER_TOKENS
+        assert pace.answer_tokens(4) == 4
+    finally:
+        pace._current[0] = pace.UNMEASURED
