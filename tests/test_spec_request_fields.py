@@ -274,3 +274,14 @@ def test_the_type_reading_itself() -> None:
     assert _bound_problems("n", bounded, [{"type": "integer", "minimum": 1}]) == []
     assert _bound_problems("n", bounded, [{"type": "integer", "minimum": 0}]) != []
     assert _bound_problems("n", bounded, [{"type": "integer"}]) != []
+
+
+def test_the_spec_lists_the_fields_messages_refuses() -> None:
+    """``/v1/messages`` refuses the OpenAI-side fields (families/anthropic/foreign_fields.py):
+    the spec names exactly those as ``NotAMessagesField``, so a client reading it knows."""
+    from mlxcel.families.anthropic.models import FOREIGN_FIELDS
+
+    properties = _resolve(_request_schema("/v1/messages"))["properties"]
+    listed = {name for name, definition in properties.items()
+              if definition.get("$ref", "").endswith("/NotAMessagesField")}
+    assert listed == FOREIGN_FIELDS

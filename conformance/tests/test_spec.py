@@ -307,7 +307,7 @@ def test_fuzz_maximum_on_generation_lengths() -> None:
         ({"messages": [{"role": "user", "content": None}]}, False),
         ({"messages": [{"role": "assistant", "content": None}]}, False),
         ({"messages": [{"role": "robot", "content": "x"}]}, False),
-        ({"messages": [{"role": "user", "content": "x"}], "n": 2}, False),
+        ({"messages": [{"role": "user", "content": "x"}], "n": 129}, False),
         ({"messages": [{"role": "user", "content": "x"}], "temperature": 2.5}, False),
         ({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, False),
         ({"messages": [{"role": "user", "content": "x"}], "stop": ["s"] * 17}, False),

@@ -113,3 +113,50 @@ def test_flush_twice_releases_nothing_more(tokenizer: Any) -> None:
         detok.add(token_id)
     detok.flush()
     assert detok.flush() == ""
+
+
+class CountingDecoder:
+    def __init__(self, decoder: Any) -> None:
+        self._decoder = decoder
+        self.calls = 0
+
+    def decode(self, token_ids: list[int]) -> str:
+        self.calls += 1
+        text: str = self._decoder.decode(token_ids)
+        return text
+
+
+def test_one_decode_per_token_or_close(tokenizer: Any) -> None:
+    # The window's released text is kept, not decoded again: 1 + 1/(WINDOW - 1) decodes per
+    # token on plain text, where the old pipeline made two.
+    ids = tokenizer.encode("The quick brown fox, Ünïcödé 中文 🙂. " * 40, add_special_tokens=False)
+    counting = CountingDecoder(tokenizer)
+    detok = IncrementalDetokenizer(counting)
+    text = "".join(detok.add(i) for i in ids) + detok.flush()
+    assert text == tokenizer.decode(ids)
+    assert counting.calls <= 1.5 * len(ids)
+
+
+@lru_cache(maxsize=1)
+def metaspace_tokenizer() -> Any:
+    """A SentencePiece-style tokenizer (``▁`` for spaces, the first one dropped on decode), so
+    a window that starts mid-text must keep a word's leading space."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    corpus = ["the cat sat on the mat", "a dog and a cat", "où est le café", "中文 and more"]
+    tok.train_from_iterator(corpus * 20, trainers.BpeTrainer(vocab_size=120,
+                                                              special_tokens=["<unk>"]))
+    return tok
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["the", "cat", "sat", "café", "où", "dog", "中文", "a"]),
+                max_size=30))
+def test_metaspace_words_keep_their_spaces(words: list[str]) -> None:
+    tok = metaspace_tokenizer()
+    ids = tok.encode(" ".join(words)).ids
+    detok = IncrementalDetokenizer(tok)
+    assert "".join(detok.add(i) for i in ids) + detok.flush() == tok.decode(ids)

@@ -97,7 +97,7 @@ OPENAI_REFUSALS: list[tuple[str, dict[str, Any], str, str]] = [
      "valid boolean"),
     ("/v1/chat/completions/input_tokens", {**CHAT, "timings_per_token": "yes"},
      "timings_per_token", "valid boolean"),
-    ("/apply-template", {"messages": HI, "n": 2}, "n", "Only n=1"),
+    ("/apply-template", {"messages": HI, "n": 99}, "n", "n must be at most"),
     ("/apply-template", {"messages": HI, "tool_choice": "sometimes"}, "tool_choice",
      "tool_choice must be"),
     ("/apply-template", {"messages": HI, "response_format": {"type": "json_schema"}},
@@ -176,7 +176,20 @@ ANTHROPIC_REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("/v1/messages/count_tokens", {"messages": HI, "tools": [{"name": "f",
                                                                "input_schema": None}]},
      "tools.0.input_schema"),
+    # Fields Anthropic's Messages API does not have (families/anthropic/foreign_fields.py):
+    # a 200 ignoring or applying them would make the request mean something else here.
+    ("/v1/messages", {**MESSAGES, "n": 3}, "n: Extra inputs are not permitted"),
+    ("/v1/messages", {**MESSAGES, "adapters": "lora"}, "adapters: Extra inputs"),
+    ("/v1/messages", {**MESSAGES, "logit_bias": {"1": 5}}, "logit_bias: Extra inputs"),
+    ("/v1/messages", {**MESSAGES, "seed": 1}, "seed: Extra inputs"),
 ]
+
+
+def test_anthropic_fields_the_server_does_not_implement_are_accepted(
+        client: TestClient) -> None:
+    """Anthropic's own fields (``metadata``, ``service_tier``) are not foreign: a 200."""
+    body = {**MESSAGES, "metadata": {"user_id": "u"}, "service_tier": "auto"}
+    assert client.post("/v1/messages", json=body).status_code == 200
 
 
 @pytest.mark.parametrize(("route", "body", "fragment"), ANTHROPIC_REFUSALS,

@@ -113,8 +113,7 @@ def test_budget_holds_inside_the_batch(client: TestClient) -> None:
 
 
 def test_anthropic_budget_tokens_is_the_thinking_budget(client: TestClient) -> None:
-    body = {"model": "m", "max_tokens": 40, "messages": THINK, "temperature": 0,
-            "cache_prompt": False}
+    body = {"model": "m", "max_tokens": 40, "messages": THINK, "temperature": 0}
     full = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",
                                                                    "budget_tokens": 1024}})
     cut = client.post("/v1/messages", json={**body, "thinking": {"type": "enabled",

@@ -5,7 +5,8 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 `errors_checks`, `responses_events`, `responses_body`, `anthropic_events`, `anthropic_body`,
 `engine_checks`, `concurrency` (many streams at once), `llama_native` and `llama_native_docs`
 (llama-server's native routes and its README's features), `vision` (image input), `speculative`,
-`speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests).
+`speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests),
+`anthropic_schema_keys` (the Message keys of Anthropic's current schema), `chat_choices` (``n``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ CHECK_MODULES = (
     "images",
     "robustness",
     "field_parity",
+    "anthropic_schema_keys",
+    "chat_choices",
 )
 
 for _module in CHECK_MODULES:

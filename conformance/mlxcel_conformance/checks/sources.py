@@ -73,6 +73,12 @@ SOURCES: dict[str, tuple[Tier, str]] = {
                         "recording"),
     "field_parity_current": (C, "real-streams/ recordings and the current specs: every key the "
                                 "real service sends today (FACTS.md)"),
+    "anthropic_schema_keys": (C, "Anthropic API reference, Messages (Message.container, "
+                                 "Usage.output_tokens_details; anthropic-sdk-python types/"
+                                 "message.py, usage.py); real-streams/anthropic/ for the older "
+                                 "shape"),
+    "chat_choices": (C, "OpenAI API reference, Chat Completions: n and choices[].index; "
+                        "real-streams/openai-chat/stream/openai-chat-stream-n3-choices-2024.sse"),
     # -- OpenAI chat and completions
     "chat_completion_body": (C, OPENAI_CHAT),
     "chat_chunk_object": (C, OPENAI_CHUNK),

@@ -22,6 +22,8 @@ class Collected:
     text: str
     finished: Finished
     logprobs: list[TokenLogprob] = field(default_factory=list)
+    # The deltas as they came, for a reader that needs their tokens (reasoning counts).
+    deltas: list[TokenDelta] = field(default_factory=list)
 
 
 async def _watch_disconnect(request: Request, handle: RequestHandle) -> None:
@@ -35,17 +37,18 @@ async def _watch_disconnect(request: Request, handle: RequestHandle) -> None:
 async def collect(request: Request, handle: RequestHandle) -> Collected:
     """Wait for the whole generation; a client that leaves cancels it."""
     watcher = asyncio.create_task(_watch_disconnect(request, handle))
-    parts: list[str] = []
+    deltas: list[TokenDelta] = []
     logprobs: list[TokenLogprob] = []
     try:
         async for event in handle.events():
             if isinstance(event, TokenDelta):
-                parts.append(event.text)
+                deltas.append(event)
                 logprobs.extend(event.logprobs)
             else:
                 if event.reason == "error":
                     raise ServerError(f"generation failed: {event.error}")
-                return Collected("".join(parts), event, logprobs)
+                text = "".join(delta.text for delta in deltas)
+                return Collected(text, event, logprobs, deltas)
     finally:
         if not handle.finished.is_set():
             handle.cancel()

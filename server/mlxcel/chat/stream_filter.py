@@ -15,6 +15,10 @@ A suffix of the buffer that could still become a marker is held back and release
 soon as it cannot. In CONTENT with tools active, trailing whitespace is held too: it is dropped
 when a tool call follows, so streamed and non-streamed content agree. The end-of-block parse is
 authoritative; a streamed call keeps its id and receives the arguments not yet sent.
+
+In TOOL, text goes to a ``ToolBlock`` (``chat/tool_block.py``) instead of the buffer: the end
+marker is looked for only in new text and the call streams through the format's incremental
+``head_stream``, so a call of N tokens costs O(N) in all, not O(N) per token (issue 38).
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ from ..generation.pieces import (
     ReasoningPiece,
 )
 from .reasoning import ReasoningMarkers
+from .tool_block import ToolBlock
 from .tool_calls import ParsedToolCall, new_call_id
 from .tool_formats.base import MalformedCall, ToolFormat, Tools
+from .tool_formats.head_stream import HeadGrowth
 
 log = logging.getLogger("mlxcel.chat")
 
@@ -68,8 +74,9 @@ class ChatOutputParser:
         self._held_newlines = ""
         self._request_id = request_id
         self._new_id = id_factory
+        self._block: ToolBlock | None = None  # the tool-call block being generated
         self._streamed: CallStart | None = None
-        self._streamed_args = ""
+        self._streamed_args: list[str] = []
         self._announced = False  # the open reasoning block has been announced
         self.calls: list[ParsedToolCall] = []
         self._content: list[str] = []
@@ -84,10 +91,21 @@ class ChatOutputParser:
     def reasoning(self) -> str | None:
         return None if self._reasoning_parts is None else "".join(self._reasoning_parts)
 
+    @property
+    def in_reasoning(self) -> bool:
+        """Inside a reasoning block: what is fed now (its close marker included) is reasoning."""
+        return self._state is _State.REASONING
+
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Piece]:
-        self._buf += text
         out: list[Piece] = []
+        if self._state is _State.TOOL:
+            # a block's text goes straight to it, never through a growing buffer
+            after = self._feed_block(out, text)
+            if after is None:
+                return out
+            text = after
+        self._buf += text
         while True:
             before = (self._state, len(self._buf))
             if self._state is _State.CONTENT:
@@ -142,6 +160,7 @@ class ChatOutputParser:
             else:
                 self._pending_ws = ""  # whitespace before a call is not content
                 self._state = _State.TOOL
+                self._block = ToolBlock(self._fmt, self._tools) if self._fmt else None
             self._strip_leading = True
             return
         keep = 0 if final else held_suffix(self._buf, markers)
@@ -202,37 +221,44 @@ class ChatOutputParser:
 
     # -- TOOL ---------------------------------------------------------------------------------
     def _step_tool(self, out: list[Piece], final: bool) -> None:
-        assert self._fmt is not None
-        end = self._fmt.end
-        at = self._buf.find(end) if end else -1
-        if at >= 0 and end:
-            self._close_block(out, self._buf[:at], complete=True)
-            self._buf = self._buf[at + len(end):]
-            self._state = _State.CONTENT
-            self._strip_leading = True
-            return
+        assert self._fmt is not None and self._block is not None
         if final:
-            self._close_block(out, self._buf, complete=end is None)
-            self._buf = ""
+            self._close_block(out, self._block.text(), complete=self._fmt.end is None)
+            self._block = None
             return
-        self._stream_block(out)
+        text, self._buf = self._buf, ""
+        after = self._feed_block(out, text)
+        if after is not None:
+            self._buf = after
 
-    def _stream_block(self, out: list[Piece], text: str | None = None) -> None:
-        """Announce the call in the block so far (``text``, default the buffer) and send the
-        arguments it has grown since."""
-        assert self._fmt is not None
-        head = self._fmt.stream_head(self._buf if text is None else text, self._tools)
-        if head is None:
+    def _feed_block(self, out: list[Piece], text: str) -> str | None:
+        """Read ``text`` into the open block; once it ends, close it and return what follows."""
+        block = self._block
+        assert block is not None
+        if not text:
+            return None
+        after = block.add(text)
+        if after is None:
+            self._stream(out, block.stream(text))
+            return None
+        assert block.body is not None
+        self._close_block(out, block.body, complete=True)
+        self._block = None
+        self._state = _State.CONTENT
+        self._strip_leading = True
+        return after
+
+    def _stream(self, out: list[Piece], growth: HeadGrowth | None) -> None:
+        """Announce the call once its name is known and send its arguments as they grow."""
+        if growth is None:
             return
         if self._streamed is None:
-            self._streamed = CallStart(len(self.calls), self._new_id(), head.name)
-            self._streamed_args = ""
+            self._streamed = CallStart(len(self.calls), self._new_id(), growth.name)
+            self._streamed_args = []
             out.append(self._streamed)
-        if head.arguments is not None and head.arguments.startswith(self._streamed_args):
-            fragment = head.arguments[len(self._streamed_args):]
-            if fragment:
-                self._streamed_args = head.arguments
-                out.append(CallArguments(self._streamed.index, fragment))
+        if growth.fragment:
+            self._streamed_args.append(growth.fragment)
+            out.append(CallArguments(self._streamed.index, growth.fragment))
 
     def _close_block(self, out: list[Piece], body: str, complete: bool) -> None:
         assert self._fmt is not None
@@ -263,14 +289,21 @@ class ChatOutputParser:
         """A block that does not parse (cut by the token limit, or malformed): the call its
         head names is kept with the arguments text written so far, the same whether it was
         streamed (announced piece by piece) or read whole, so both modes report it alike."""
-        self._stream_block(out, body)
+        assert self._fmt is not None
+        head = self._fmt.stream_head(body, self._tools)  # once, on the whole block
+        if head is not None:
+            sent = "".join(self._streamed_args)
+            grown = head.arguments or ""
+            fragment = grown[len(sent):] if grown.startswith(sent) else ""
+            self._stream(out, HeadGrowth(head.name, fragment))
         streamed, self._streamed = self._streamed, None
         if streamed is not None:
-            self.calls.append(ParsedToolCall(streamed.id, streamed.name, self._streamed_args))
-            out.append(CallEnd(streamed.index, self._streamed_args))
+            arguments = "".join(self._streamed_args)
+            self.calls.append(ParsedToolCall(streamed.id, streamed.name, arguments))
+            out.append(CallEnd(streamed.index, arguments))
 
     def _reconcile(self, out: list[Piece], streamed: CallStart, name: str, arguments: str) -> None:
-        sent = self._streamed_args
+        sent = "".join(self._streamed_args)
         if name != streamed.name or not arguments.startswith(sent):
             log.warning("request %s: streamed tool call %s disagrees with the final parse",
                         self._request_id, streamed.id)

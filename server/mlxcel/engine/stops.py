@@ -14,6 +14,8 @@ class StopMatcher:
 
     def __init__(self, stops: tuple[str, ...]) -> None:
         self._stops = tuple(s for s in stops if s)
+        # a text can end in the start of a stop string only if it ends in one of these
+        self._prefix_chars = frozenset("".join(s[:-1] for s in self._stops))
         self._held = ""
         self.matched: str | None = None
 
@@ -29,7 +31,7 @@ class StopMatcher:
             self.matched = first[1]
             self._held = ""
             return buf[: first[0]]
-        keep = held_suffix(buf, self._stops)
+        keep = held_suffix(buf, self._stops) if buf[-1:] in self._prefix_chars else 0
         self._held = buf[len(buf) - keep :] if keep else ""
         return buf[: len(buf) - keep]
 

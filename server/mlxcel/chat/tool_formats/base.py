@@ -15,6 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .head_match import Alt, HeadPattern, JsonName, Lit, Ws
+from .head_stream import HeadStream, NoHeadStream, WholeBodyHeadStream
+
 Tools = list[dict[str, Any]]
 Spell = Callable[[str], str]
 
@@ -62,8 +65,17 @@ class ToolFormat:
         raise NotImplementedError
 
     def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
-        """The call in a block still being generated, for formats whose arguments stream."""
+        """The call in a block still being generated, for formats whose arguments stream: the
+        reference for ``head_stream``, read once on a whole (cut or malformed) block."""
         return None
+
+    def head_stream(self, tools: Tools) -> HeadStream:
+        """What the stream filter feeds a block to while it grows: ``stream_head`` read
+        incrementally. A format that overrides ``stream_head`` overrides this too, or its
+        blocks are re-read whole on every token."""
+        if type(self).stream_head is ToolFormat.stream_head:
+            return NoHeadStream()
+        return WholeBodyHeadStream(self, tools)
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
         """A Lark grammar (llguidance) for one forced call, or None if not expressible.
@@ -172,12 +184,21 @@ _HEAD = re.compile(
 )
 
 
+# ``_HEAD`` as ``head_match`` steps, for ``JsonHeadStream``.
+JSON_HEAD: HeadPattern = (
+    Ws(), Lit("{"), Ws(), Lit('"name"'), Ws(), Lit(":"), Ws(), JsonName(), Ws(), Lit(","), Ws(),
+    Alt(('"arguments"', '"parameters"')), Ws(), Lit(":"))
+
+
 def json_stream_head(body: str) -> StreamHead | None:
     """Streaming for ``{"name": "f", "arguments": {...}}`` written name first."""
     match = _HEAD.match(body)
     if match is None:
         return None
-    name = json.loads(f'"{match.group(1)}"')
+    try:
+        name = json.loads(f'"{match.group(1)}"')
+    except ValueError:  # an escape JSON does not know: no name to announce
+        return None
     rest = body[match.end() :]
     if rest and rest.lstrip() and rest.lstrip()[0] != "{":
         return StreamHead(name, None)  # a string or other value: sent whole at the end

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import (
+    JSON_HEAD,
     MalformedCall,
     RawCall,
     Spell,
@@ -13,6 +14,7 @@ from .base import (
     name_arguments_call,
 )
 from .grammar import json_call_lark
+from .head_stream import HeadStream, JsonHeadStream
 
 
 class HermesFormat(ToolFormat):
@@ -31,6 +33,9 @@ class HermesFormat(ToolFormat):
 
     def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         return json_stream_head(body)
+
+    def head_stream(self, tools: Tools) -> HeadStream:
+        return JsonHeadStream(JSON_HEAD)
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
         return json_call_lark(tools, f'{spell(self.start)} "\\n"', f'"\\n" {spell(self.end)}')

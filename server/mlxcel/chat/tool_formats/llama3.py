@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .base import (
+    JSON_HEAD,
     MalformedCall,
     RawCall,
     Spell,
@@ -14,6 +15,8 @@ from .base import (
     list_of_calls,
 )
 from .grammar import json_call_lark
+from .head_match import Opt
+from .head_stream import HeadStream, JsonHeadStream
 
 
 class Llama3Format(ToolFormat):
@@ -41,6 +44,10 @@ class Llama3Format(ToolFormat):
 
     def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         return json_stream_head(self._body(body))
+
+    def head_stream(self, tools: Tools) -> HeadStream:
+        # ``_body`` strips the block: trailing whitespace waits for what follows it
+        return JsonHeadStream((Opt(self.start), *JSON_HEAD), hold_space=True)
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
         return json_call_lark(tools, spell(self.start), "", arguments_key="parameters")

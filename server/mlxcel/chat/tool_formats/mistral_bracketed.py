@@ -16,8 +16,11 @@ from .base import (
     json_value_prefix,
 )
 from .grammar import wrapped_arguments_lark
+from .head_match import Lit, Run, Ws
+from .head_stream import HeadStream, JsonHeadStream
 
 _HEAD = re.compile(r"\s*([A-Za-z0-9_.\-]+)\[ARGS\]")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
 class MistralBracketedFormat(ToolFormat):
@@ -50,6 +53,10 @@ class MistralBracketedFormat(ToolFormat):
         if match is None:
             return None
         return StreamHead(match.group(1), json_value_prefix(body[match.end():])[0])
+
+    def head_stream(self, tools: Tools) -> HeadStream:
+        return JsonHeadStream((Ws(), Run(_NAME_CHARS.__contains__), Lit("[ARGS]")),
+                              skip=" \t\r\n", opens="{[", abandon=self.start)
 
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:

@@ -4,6 +4,7 @@ of the generation."""
 from __future__ import annotations
 
 from .base import (
+    JSON_HEAD,
     MalformedCall,
     RawCall,
     Spell,
@@ -14,6 +15,8 @@ from .base import (
     list_of_calls,
 )
 from .grammar import json_call_lark
+from .head_match import Lit, Ws
+from .head_stream import HeadStream, JsonHeadStream
 
 
 class MistralNemoFormat(ToolFormat):
@@ -32,6 +35,9 @@ class MistralNemoFormat(ToolFormat):
     def stream_head(self, body: str, tools: Tools) -> StreamHead | None:
         stripped = body.lstrip()
         return json_stream_head(stripped[1:]) if stripped.startswith("[") else None
+
+    def head_stream(self, tools: Tools) -> HeadStream:
+        return JsonHeadStream((Ws(), Lit("["), *JSON_HEAD))
 
     def call_grammar(self, tools: Tools, spell: Spell) -> str | None:
         return json_call_lark(tools, f'{spell(self.start)} "["', '"]"')

@@ -109,9 +109,11 @@ class AnthropicEventEncoder:
         return self._event("content_block_stop", index=len(self.blocks) - 1)
 
     def finish(self, stop_reason: str, stop_sequence: str | None,
-               usage: dict[str, int]) -> list[dict[str, Any]]:
+               usage: dict[str, Any]) -> list[dict[str, Any]]:
+        # ``container``: Anthropic's MessageDeltaEvent delta carries it (null: no container).
         delta = self._event("message_delta",
-                            delta={"stop_reason": stop_reason, "stop_sequence": stop_sequence},
+                            delta={"stop_reason": stop_reason, "stop_sequence": stop_sequence,
+                                   "container": None},
                             usage=usage)
         return [delta, self._event("message_stop")]
 

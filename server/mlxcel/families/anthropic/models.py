@@ -18,14 +18,16 @@ import re
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ... import limits
 from ...chat.multimodal import image_part
+from ...config import GenerationDefaults
 from ...errors import InvalidRequestError
-from ...generation import Finished
+from ...generation import Finished, SamplingParams
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int, Omittable
+from .foreign_fields import foreign_fields, refuse_foreign
 
 
 class AnthropicMessage(BaseModel):
@@ -47,10 +49,15 @@ THINKING_TYPES = ("enabled", "disabled", "adaptive")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
-class MessagesRequest(OpenAISamplingFields):
+class MessagesRequest(BaseModel):
     """Anthropic's MessageCreateParams: none of its fields is nullable (its OpenAPI document,
-    as the SDK's generated types show), so ``null`` is a 400 here, as it is there."""
+    as the SDK's generated types show), so ``null`` is a 400 here, as it is there. It holds
+    Anthropic's fields only: another family's field is a 400 naming it (``foreign_fields.py``),
+    and Anthropic's own fields the server does not implement are accepted and ignored."""
 
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    model: Omittable[str] = None
     max_tokens: Int = Field(ge=1)  # required here
     stream: Omittable[bool] = False
     temperature: Omittable[float] = Field(default=None, ge=0.0, le=1.0)
@@ -62,6 +69,13 @@ class MessagesRequest(OpenAISamplingFields):
     tools: Omittable[list[dict[str, Any]]] = None
     tool_choice: Omittable[dict[str, Any]] = None
     thinking: Omittable[dict[str, Any]] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_fields_only(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            refuse_foreign(data, FOREIGN_FIELDS)
+        return data
 
     @field_validator("thinking")
     @classmethod
@@ -80,19 +94,24 @@ class MessagesRequest(OpenAISamplingFields):
 
     def thinking_budget(self) -> int | None:
         """``thinking: {"type": "enabled", "budget_tokens": N}`` is Anthropic's form of the
-        thinking budget; the OpenAI-side aliases apply when it is absent (and are checked
-        either way)."""
-        aliases = super().thinking_budget()
+        thinking budget (the only one here: the OpenAI routes' aliases are foreign fields)."""
         thinking = self.thinking or {}
         budget = thinking.get("budget_tokens")
         if thinking.get("type") != "enabled" or budget is None:
-            return aliases
+            return None
         if isinstance(budget, float) and budget.is_integer():
             budget = int(budget)  # JSON Schema's integer admits 3.0
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidRequestError("thinking.budget_tokens must be a non-negative integer.",
                                       param="thinking.budget_tokens")
         return budget
+
+    def sampling(self, defaults: GenerationDefaults) -> SamplingParams:
+        """Anthropic's three sampling fields over the server defaults, resolved as the OpenAI
+        routes resolve theirs (one place decides what a default means)."""
+        own = OpenAISamplingFields(temperature=self.temperature, top_p=self.top_p,
+                                   top_k=self.top_k)
+        return own.sampling(defaults)
 
     def stop_strings(self) -> tuple[str, ...]:
         return tuple(self.stop_sequences or ())
@@ -104,6 +123,10 @@ class MessagesRequest(OpenAISamplingFields):
         if problem:
             raise ValueError(problem)
         return value
+
+
+# Decided once the model's own fields are known.
+FOREIGN_FIELDS = foreign_fields(MessagesRequest.model_fields)
 
 
 class CountTokensRequest(BaseModel):
@@ -306,21 +329,32 @@ def stop_reason(finished: Finished, has_calls: bool) -> tuple[str, str | None]:
     return "end_turn", None
 
 
-def usage_of(input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    """A message's ``usage`` with every key Anthropic's API sends, set to what it sends where
-    the value has no meaning here: no prompt caching on Anthropic's terms (zeros), the
-    ``standard`` tier, ``not_available`` geography, no server tools."""
+def usage_of(input_tokens: int, output_tokens: int, thinking_tokens: int = 0) -> dict[str, Any]:
+    """A message's ``usage`` with every key Anthropic's API reference lists for ``Usage`` (its
+    SDK's generated ``types/usage.py``), set to what it sends where the value has no meaning
+    here: no prompt caching on Anthropic's terms (zeros), the ``standard`` tier,
+    ``not_available`` geography, no server tools; ``output_tokens_details.thinking_tokens``
+    counted from the token stream (``chat/reasoning_tokens.py``)."""
     return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
             "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
             "output_tokens": output_tokens, "service_tier": "standard",
-            "inference_geo": "not_available", "server_tool_use": None}
+            "inference_geo": "not_available", "server_tool_use": None,
+            "output_tokens_details": _details(output_tokens, thinking_tokens)}
 
 
-def delta_usage_of(input_tokens: int, output_tokens: int) -> dict[str, int]:
-    """``message_delta``'s cumulative ``usage``, as Anthropic's API streams it."""
+def _details(output_tokens: int, thinking_tokens: int) -> dict[str, int]:
+    return {"thinking_tokens": min(thinking_tokens, output_tokens)}
+
+
+def delta_usage_of(input_tokens: int, output_tokens: int,
+                   thinking_tokens: int = 0) -> dict[str, Any]:
+    """``message_delta``'s cumulative ``usage``, with the keys of Anthropic's
+    ``MessageDeltaUsage`` (``server_tool_use`` and ``output_tokens_details`` included)."""
     return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, "output_tokens": output_tokens}
+            "cache_read_input_tokens": 0, "output_tokens": output_tokens,
+            "server_tool_use": None,
+            "output_tokens_details": _details(output_tokens, thinking_tokens)}
 
 
 # A tool_use block's ``caller``: the model called the tool itself (not code execution).
@@ -329,16 +363,17 @@ DIRECT_CALLER: dict[str, str] = {"type": "direct"}
 
 def message_shell(message_id: str, model_name: str, input_tokens: int) -> dict[str, Any]:
     """The message as ``message_start`` announces it: no content, no stop reason yet (keys in
-    the real API's order, ``model`` first)."""
+    the real API's order, ``model`` first; ``stop_details`` null, as its 2026 streams send it,
+    and ``container`` null, both nullable keys of Anthropic's current ``Message``)."""
     return {"model": model_name, "id": message_id, "type": "message", "role": "assistant",
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": usage_of(input_tokens, 0)}
+            "content": [], "stop_reason": None, "stop_sequence": None, "stop_details": None,
+            "usage": usage_of(input_tokens, 0), "container": None}
 
 
 def message_body(shell: dict[str, Any], content: list[dict[str, Any]], stop_reason: str,
                  stop_sequence: str | None, usage: dict[str, Any]) -> dict[str, Any]:
-    """The whole message of a JSON answer: the shell's keys, then ``stop_details`` (null: no
-    refusal) before ``usage``, as the real API sends it."""
-    return {**{k: v for k, v in shell.items() if k != "usage"}, "content": content,
-            "stop_reason": stop_reason, "stop_sequence": stop_sequence, "stop_details": None,
-            "usage": usage}
+    """The whole message of a JSON answer: the shell's keys (``stop_details`` null: no refusal)
+    with ``usage`` and ``container`` (null: no container tool ran) last."""
+    kept = {k: v for k, v in shell.items() if k not in ("usage", "container")}
+    return {**kept, "content": content, "stop_reason": stop_reason,
+            "stop_sequence": stop_sequence, "usage": usage, "container": None}

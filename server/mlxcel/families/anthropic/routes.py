@@ -13,6 +13,7 @@ from ...api.priority import request_priority
 from ...api.state import app_state
 from ...chat.forcing import instructed_messages
 from ...chat.output import read_output
+from ...chat.reasoning_tokens import thinking_tokens
 from ...chat.template import render_chat_prompt
 from ...sse import sse_response
 from .errors import ANTHROPIC_ERROR_SHAPE
@@ -48,8 +49,10 @@ async def create_message(request: Request) -> Response:
     done = await collect(request, handle)
     parsed = read_output(turn.output, done.text)
     reason, sequence = stop_reason(done.finished, bool(parsed.calls))
+    usage = usage_of(done.finished.prompt_tokens, done.finished.completion_tokens,
+                     thinking_tokens(turn.output.new_parser(), done.deltas))
     message = message_body(shell, content_blocks(parsed, turn.with_thinking), reason, sequence,
-                           usage_of(done.finished.prompt_tokens, done.finished.completion_tokens))
+                           usage)
     return JSONResponse(message)
 
 

@@ -12,6 +12,7 @@ from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, TokenDelta, TokenLogprob
+from ...protocol.choices import check_choice_count, choice_requests
 from ...protocol.completion_fields import finish_reason_of, new_id
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int, Omittable
@@ -68,10 +69,11 @@ def prompt_token_lists(request: CompletionRequest, model: LoadedModel) -> list[l
 
 
 def to_generation_requests(
-    request: CompletionRequest, model: LoadedModel, defaults: GenerationDefaults
+    request: CompletionRequest, model: LoadedModel, defaults: GenerationDefaults, slots: int = 1
 ) -> list[GenerationRequest]:
-    """One engine request per prompt; their choices come back with index = prompt position."""
-    request.check_n()
+    """``n`` engine requests per prompt (``protocol/choices.py``, at most ``slots``); the
+    choice of prompt ``p``'s ``j``-th completion comes back with index ``p * n + j``."""
+    n = check_choice_count(request.n, slots)
     check_response_format(request.response_format)
     if request.suffix:
         raise InvalidRequestError("suffix is not supported by this server.", param="suffix")
@@ -83,7 +85,7 @@ def to_generation_requests(
         "a constraining response_format" if is_constraining(request.response_format) else None)
     budget = request.thinking_budget()
     request_id = new_id("cmpl-")
-    return [
+    per_prompt = [
         GenerationRequest(
             prompt_tokens=tuple(tokens),
             max_tokens=request.max_tokens or defaults.n_predict,
@@ -97,6 +99,7 @@ def to_generation_requests(
         )
         for tokens in prompt_token_lists(request, model)
     ]
+    return [choice for gen in per_prompt for choice in choice_requests(gen, n)]
 
 
 def legacy_logprobs(items: list[TokenLogprob], offset: int) -> dict[str, Any]:
@@ -141,14 +144,15 @@ class CompletionChunkEncoder:
     def finish(self, index: int, finished: Finished) -> dict[str, Any]:
         return self._chunk(index, "", finish_reason_of(finished))
 
-    def usage(self, finished: list[Finished]) -> dict[str, Any]:
-        return {**self._base, "choices": [], "usage": total_usage(finished)}
+    def usage(self, finished: list[Finished], n: int = 1) -> dict[str, Any]:
+        return {**self._base, "choices": [], "usage": total_usage(finished, n)}
 
 
-def total_usage(finished: list[Finished]) -> dict[str, Any]:
-    prompt = sum(f.prompt_tokens for f in finished)
+def total_usage(finished: list[Finished], n: int = 1) -> dict[str, Any]:
+    """Every choice's completion tokens; each prompt (the first of its ``n`` choices) once."""
+    prompt = sum(f.prompt_tokens for f in finished[::n])
     completion = sum(f.completion_tokens for f in finished)
-    cached = sum(f.cached_tokens for f in finished)
+    cached = sum(f.cached_tokens for f in finished[::n])
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": cached}}
@@ -159,6 +163,7 @@ def completion_body(
     model_name: str,
     fingerprint: str,
     choices: list[tuple[str, Finished, dict[str, Any] | None]],
+    n: int = 1,
 ) -> dict[str, Any]:
     return {
         "id": request_id,
@@ -175,5 +180,5 @@ def completion_body(
             }
             for i, (text, finished, logprobs) in enumerate(choices)
         ],
-        "usage": total_usage([finished for _, finished, _ in choices]),
+        "usage": total_usage([finished for _, finished, _ in choices], n),
     }

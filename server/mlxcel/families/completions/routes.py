@@ -36,7 +36,8 @@ async def create_completion(request: Request) -> Response:
     body = await parse_request(request, CompletionRequest)
     adapter = check_model_fields(body, state.config.adapter_dir, state.config.draft_model)
     model = state.require_model()
-    gens = await off_loop(to_generation_requests, body, model, state.config.defaults)
+    gens = await off_loop(to_generation_requests, body, model, state.config.defaults,
+                          state.config.parallel)
     if adapter is not None:
         gens = [dataclasses.replace(gen, adapter=adapter) for gen in gens]
     echoes = await off_loop(lambda: [_echo(body, model, list(g.prompt_tokens)) for g in gens])
@@ -56,7 +57,8 @@ async def create_completion(request: Request) -> Response:
     finally:
         for handle in handles:
             handle.cancel()  # the client left (or one prompt failed): drop the rest
-    payload = completion_body(gens[0].request_id, state.model_name, FINGERPRINT, choices)
+    payload = completion_body(gens[0].request_id, state.model_name, FINGERPRINT, choices,
+                              body.n or 1)
     timings = request_timings([finished for _, finished, _ in choices],
                               bool(body.timings_per_token))
     if timings is not None:
@@ -100,7 +102,7 @@ async def _stream(
                         chunk["timings"] = timings
                     yield data_event(chunk)
         if body.wants_usage_chunk():
-            yield data_event(encoder.usage(finished))
+            yield data_event(encoder.usage(finished, body.n or 1))
         yield data_event("[DONE]")
     finally:
         for handle in handles:

@@ -21,6 +21,7 @@ from ...chat.template import template_variables
 from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
+from ...protocol.choices import check_choice_count
 from .models import ChatCompletionRequest, check_chat_request, template_messages
 
 router = APIRouter()
@@ -54,4 +55,5 @@ def _rendered(model: LoadedModel, body: ChatCompletionRequest,
 async def apply_template(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, ChatCompletionRequest)
+    check_choice_count(body.n, state.config.parallel)  # as the chat route parses it
     return await json_response(_rendered, state.require_model(), body, state.config.defaults)

@@ -240,8 +240,7 @@ class _Checked:
 
 def _checked(request: ChatCompletionRequest, model: LoadedModel, defaults: GenerationDefaults,
              server_template_kwargs: dict[str, Any]) -> _Checked:
-    request.check_n()
-    check_response_format(request.response_format)
+    check_response_format(request.response_format)  # n is the route's (slot count, choices.py)
     plan = plan_tools(request.tools, request.tool_choice)
     fmt = tool_format_of(model) if plan.tools else None
     limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
@@ -258,7 +257,7 @@ def check_chat_request(request: ChatCompletionRequest, model: LoadedModel,
                        defaults: GenerationDefaults) -> None:
     """Every 400 ``to_chat_setup`` gives a body, without rendering its prompt: for a route that
     reads a chat body and generates nothing (``/apply-template``, as llama-server parses it
-    with its chat route's parser: ``n`` above 1 included)."""
+    with its chat route's parser; ``n`` is checked against the slots by the route)."""
     _checked(request, model, defaults, {})
     _continued(request)
     request.thinking_budget()

@@ -25,6 +25,7 @@ from ...generation.pieces import (
     Piece,
     ReasoningPiece,
 )
+from ...protocol.choices import summed_finish
 from ...protocol.logprobs import render_logprobs
 from .models import usage_of
 
@@ -62,9 +63,7 @@ class ChatOutput:
     reasoning_tokens: int = 0
 
 
-def completion_body(
-    request_id: str, model_name: str, fingerprint: str, output: ChatOutput
-) -> dict[str, Any]:
+def _choice(index: int, output: ChatOutput) -> dict[str, Any]:
     calls = output.calls
     message: dict[str, Any] = {
         "role": "assistant",
@@ -80,21 +79,32 @@ def completion_body(
         message["reasoning_only"] = True
     logprobs = output.logprobs
     return {
+        "index": index,
+        "message": message,
+        "finish_reason": chat_finish_reason(output.finished, bool(calls)),
+        "logprobs": None if logprobs is None else {"content": logprobs, "refusal": None},
+    }
+
+
+def choices_usage(finished: list[Finished], reasoning_tokens: list[int]) -> dict[str, Any]:
+    """The usage of all choices: the prompt once, every choice's completion tokens."""
+    return usage_of(summed_finish(finished), sum(reasoning_tokens))
+
+
+def completion_body(
+    request_id: str, model_name: str, fingerprint: str, outputs: list[ChatOutput]
+) -> dict[str, Any]:
+    """The ``chat.completion`` of one or more choices (``n``), in index order."""
+    return {
         "id": request_id,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model_name,
         "service_tier": SERVICE_TIER,
         "system_fingerprint": fingerprint,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": chat_finish_reason(output.finished, bool(calls)),
-                "logprobs": None if logprobs is None else {"content": logprobs, "refusal": None},
-            }
-        ],
-        "usage": usage_of(output.finished, output.reasoning_tokens),
+        "choices": [_choice(i, output) for i, output in enumerate(outputs)],
+        "usage": choices_usage([o.finished for o in outputs],
+                               [o.reasoning_tokens for o in outputs]),
     }
 
 
@@ -114,7 +124,9 @@ def piece_delta(piece: Piece) -> dict[str, Any]:
 class ChatChunkEncoder:
     """Builds the chunks of one streamed chat completion, in order."""
 
-    def __init__(self, request_id: str, model_name: str, fingerprint: str) -> None:
+    def __init__(self, request_id: str, model_name: str, fingerprint: str,
+                 index: int = 0) -> None:
+        self.index = index  # the choice this encoder streams (``n`` > 1: one encoder each)
         self._base = {
             "id": request_id,
             "object": "chat.completion.chunk",
@@ -128,7 +140,8 @@ class ChatChunkEncoder:
         self._calls_sent = False
 
     def _chunk(self, delta: dict[str, Any], finish: str | None, logprobs: Any = None) -> dict:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
+        choice = {"index": self.index, "delta": delta, "finish_reason": finish,
+                  "logprobs": logprobs}
         return {**self._base, "choices": [choice]}
 
     def role(self) -> dict[str, Any]:
@@ -166,8 +179,9 @@ class ChatChunkEncoder:
             delta["reasoning_only"] = True
         return self._chunk(delta, chat_finish_reason(finished, has_calls))
 
-    def usage(self, finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:
-        return {**self._base, "choices": [], "usage": usage_of(finished, reasoning_tokens)}
+    def usage(self, finished: list[Finished], reasoning_tokens: list[int]) -> dict[str, Any]:
+        """The closing chunk (``choices: []``) with the usage of every choice."""
+        return {**self._base, "choices": [], "usage": choices_usage(finished, reasoning_tokens)}
 
 
 def stream_logprobs(items: tuple[Any, ...], wanted: bool) -> dict[str, Any] | None:

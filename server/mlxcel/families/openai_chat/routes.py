@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -17,9 +18,11 @@ from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority
 from ...api.state import FINGERPRINT, AppState, app_state
+from ...chat.reasoning_tokens import ReasoningTokenCount
 from ...chat.template import apply_template_override
 from ...engine.handle import RequestHandle
 from ...generation import Finished, PromptProgress
+from ...protocol.choices import check_choice_count, choice_requests
 from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
 from ...protocol.timings import TimingsClock, request_timings
@@ -51,6 +54,7 @@ async def _chat_setup(request: Request
     """(state, body, setup, LoRA adapter) of a chat body; the model fields checked first."""
     state = app_state(request)
     body = await parse_request(request, ChatCompletionRequest)
+    _choices(state, body)
     adapter = check_model_fields(body, state.config.adapter_dir, state.config.draft_model)
     model = state.require_model()
     template, server_kwargs = _server_chat_settings(state)
@@ -73,43 +77,90 @@ async def count_chat_input_tokens(request: Request) -> Response:
 @router.post("/chat/completions")
 async def create_chat_completion(request: Request) -> Response:
     state, body, setup, adapter = await _chat_setup(request)
+    changes: dict[str, Any] = {}
     if adapter is not None:
-        setup = dataclasses.replace(
-            setup, generation=dataclasses.replace(setup.generation, adapter=adapter))
+        changes["adapter"] = adapter
     if body.stream and body.return_progress:
-        # llama-server's return_progress (its web UI asks for it on this route).
+        changes["report_progress"] = True  # llama-server's return_progress (its web UI)
+    if changes:
         setup = dataclasses.replace(
-            setup, generation=dataclasses.replace(setup.generation, report_progress=True))
-    handle = state.engine.submit(setup.generation, request_priority(request))
-    count_tokens = _token_counter(state.require_model())
+            setup, generation=dataclasses.replace(setup.generation, **changes))
+    # All choices are admitted together or none is (a 503 leaves nothing queued).
+    handles = state.engine.submit_all(choice_requests(setup.generation, _choices(state, body)),
+                                      request_priority(request))
     if body.stream:
-        return sse_response(_stream(handle, body, setup, state.model_name, count_tokens))
-    done = await collect(request, handle)
-    parser = setup.new_parser()
-    parser.feed(done.text)
-    parser.finish()
-    _warn_if_forced_without_call(setup, bool(parser.calls))
-    logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.wants_logprobs() else None
-    output = ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs,
-                        count_tokens(parser.reasoning))
-    payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT, output)
-    timings = request_timings(done.finished, bool(body.timings_per_token))
+        return sse_response(_stream(handles, body, setup, state.model_name))
+    try:
+        outputs = [await _output(request, handle, body, setup) for handle in handles]
+    finally:
+        for handle in handles:
+            handle.cancel()  # the client left (or one choice failed): drop the rest
+    payload = completion_body(setup.generation.request_id, state.model_name, FINGERPRINT,
+                              outputs)
+    timings = request_timings([output.finished for output in outputs],
+                              bool(body.timings_per_token))
     if timings is not None:
         payload["timings"] = timings
     return JSONResponse(payload)
 
 
-def _token_counter(model: Any) -> Callable[[str | None], int]:
-    """Tokens in the reasoning text, for usage.completion_tokens_details.reasoning_tokens."""
-    return lambda text: len(model.encode(text)) if text else 0
+def _choices(state: AppState, body: ChatCompletionRequest) -> int:
+    return check_choice_count(body.n, state.config.parallel)
+
+
+async def _output(request: Request, handle: RequestHandle, body: ChatCompletionRequest,
+                  setup: ChatSetup) -> ChatOutput:
+    """One choice, collected and split; its reasoning tokens counted from its deltas."""
+    done = await collect(request, handle)
+    counter = ReasoningTokenCount(setup.new_parser())
+    for delta in done.deltas:
+        counter.feed(delta)
+    parser = counter.parser
+    parser.finish()
+    _warn_if_forced_without_call(setup, bool(parser.calls))
+    logprobs = [render_token_logprob(lp) for lp in done.logprobs] if body.wants_logprobs() else None
+    return ChatOutput(parser.content, parser.reasoning, parser.calls, done.finished, logprobs,
+                      counter.tokens)
+
+
+@dataclass
+class _Closed:
+    """What the choices streamed so far leave for the usage chunk (or a failure's end)."""
+
+    finished: list[Finished] = field(default_factory=list)
+    reasoning_tokens: list[int] = field(default_factory=list)
+    failed: bool = False
 
 
 async def _stream(
-    handle: RequestHandle, body: ChatCompletionRequest, setup: ChatSetup, model_name: str,
-    count_tokens: Callable[[str | None], int],
+    handles: list[RequestHandle], body: ChatCompletionRequest, setup: ChatSetup,
+    model_name: str,
 ) -> AsyncIterator[str]:
-    encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT)
-    parser = setup.new_parser()
+    """The choices one after another (each generated in parallel all along), each chunk
+    carrying its choice's ``index``; then the usage chunk when asked, and ``[DONE]``."""
+    closed = _Closed()
+    try:
+        for index, handle in enumerate(handles):
+            async for text in _stream_choice(index, handle, body, setup, model_name, closed):
+                yield text
+            if closed.failed:
+                return
+        if body.wants_usage_chunk():
+            encoder = ChatChunkEncoder(setup.generation.request_id, model_name, FINGERPRINT)
+            yield data_event(encoder.usage(closed.finished, closed.reasoning_tokens))
+        yield data_event("[DONE]")
+    finally:
+        for handle in handles:
+            handle.cancel()
+
+
+async def _stream_choice(
+    index: int, handle: RequestHandle, body: ChatCompletionRequest, setup: ChatSetup,
+    model_name: str, closed: _Closed,
+) -> AsyncIterator[str]:
+    encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT, index)
+    counter = ReasoningTokenCount(setup.new_parser())
+    parser = counter.parser
     want_logprobs = body.wants_logprobs()
     # llama-server's timings_per_token: the timings so far on every chunk with tokens.
     clock = TimingsClock(len(handle.request.prompt_tokens)) \
@@ -125,15 +176,16 @@ async def _stream(
             elif isinstance(event, Finished):
                 chunks = encoder.pieces(parser.finish())
                 _warn_if_forced_without_call(setup, bool(parser.calls))
-                chunks += _closing_chunks(encoder, event, body.wants_usage_chunk(),
-                                          bool(parser.calls), count_tokens(parser.reasoning),
-                                          clock is not None)
+                chunks += _closing_chunks(encoder, event, bool(parser.calls), clock is not None)
                 out.extend(data_event(chunk) for chunk in chunks)
-                out.append(data_event("[DONE]"))
+                closed.finished.append(event)
+                closed.reasoning_tokens.append(counter.tokens)
+                if event.reason == "error":
+                    closed.failed = True
+                    out.append(data_event("[DONE]"))
             else:
                 logprobs = stream_logprobs(event.logprobs, want_logprobs)
-                pieces = parser.feed(event.text)
-                chunks = encoder.pieces(pieces, logprobs)
+                chunks = encoder.pieces(counter.feed(event), logprobs)
                 if clock is not None:
                     clock.feed(event)
                     for chunk in chunks:
@@ -144,17 +196,14 @@ async def _stream(
 
 
 def _closing_chunks(
-    encoder: ChatChunkEncoder, finished: Finished, with_usage: bool, has_calls: bool,
-    reasoning_tokens: int = 0, with_timings: bool = False,
+    encoder: ChatChunkEncoder, finished: Finished, has_calls: bool, with_timings: bool = False,
 ) -> list[dict[str, Any]]:
     if finished.reason == "error":
         # openai-python raises APIError on a data payload with a top-level "error" key.
         message = f"generation failed: {finished.error}"
         return [{"error": {"message": message, "type": "server_error", "code": None}}]
-    chunks = [encoder.finish(finished, has_calls)]
+    chunk = encoder.finish(finished, has_calls)
     timings = request_timings(finished, with_timings)
     if timings is not None:  # only the chunk carrying finish_reason
-        chunks[0]["timings"] = timings
-    if with_usage:
-        chunks.append(encoder.usage(finished, reasoning_tokens))
-    return chunks
+        chunk["timings"] = timings
+    return [chunk]

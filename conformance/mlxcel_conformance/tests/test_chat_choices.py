@@ -1,0 +1,25 @@
+"""Chat ``n``: two choices asked for, two answered, indexed 0 and 1, in JSON and streamed
+(``checks/chat_choices``; OpenAI's API reference, ``n``). Two: within any server's slot count
+(llama-server bounds ``n`` by its ``--parallel``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlxcel_conformance.checks.chat_choices import check_chat_choices, check_chat_chunk_choices
+from mlxcel_conformance.client import SuiteClient
+from mlxcel_conformance.flows import chat_json, chat_payload, chat_stream
+
+N = 2
+
+
+@pytest.mark.conformance(family="chat", feature="chat.n.json")
+def test_chat_n_choices(client: SuiteClient, model_name: str | None) -> None:
+    body = chat_json(client, chat_payload(model_name, max_tokens=4, n=N))
+    check_chat_choices(body, N)
+
+
+@pytest.mark.conformance(family="chat", feature="chat.n.stream")
+def test_chat_n_streamed_choices(client: SuiteClient, model_name: str | None) -> None:
+    stream = chat_stream(client, chat_payload(model_name, max_tokens=4, n=N))
+    check_chat_chunk_choices(stream.chunks, N)
