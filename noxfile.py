@@ -1,5 +1,5 @@
 """Sessions: tests (the README's test command), conformance, fuzz, goldens, lint, bench,
-peers, docs, package, suite_alone, fixtures, sharded.
+peers, docs, package, timing, suite_alone, fixtures, sharded.
 
 Each session installs the project from this checkout into its own virtualenv, so CI needs
 nothing installed by hand.
@@ -30,6 +30,16 @@ MFLUX = "mflux==0.24.0"
 def _install_with_images(session: nox.Session, extras: str) -> None:
     _install(session, f"{extras},images")
     session.install("--no-deps", MFLUX)
+
+
+# Whisper (--audio-model). mlx-whisper declares torch, which resolves to a CUDA build on Linux
+# and which only its checkpoint converter imports: it goes in without its dependencies, after
+# the `audio` extra that lists the others.
+MLX_WHISPER = "mlx-whisper==0.4.3"
+
+
+def _install_audio(session: nox.Session) -> None:
+    session.install("--no-deps", MLX_WHISPER)
 
 
 # The HTML report's browser test opens the page in a headless Chromium or Chrome.
@@ -69,24 +79,16 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Lint (ruff, mypy, the layering contracts), unit and suite self-tests, then the
     conformance suite against the reference server.
-    The audio extra (mlx-whisper) and the image backend (mflux) are installed so the Whisper and
-    Z-Image tests run too."""
+    The audio extra with mlx-whisper and the image backend (mflux) are installed so the Whisper,
+    Kokoro and Z-Image tests run too; no torch."""
     _install_with_images(session, "dev,audio")
+    _install_audio(session)
     _ensure_browser(session)
     session.run("ruff", "check", ".")
     session.run("mypy")
     session.run("lint-imports")
     session.run("pytest", "-q", *session.posargs)
     session.run("mlxcel-conformance", "--report", "reports/reference")
-    # On MLX's CPU backend the server decodes llama-family models in numpy by default: the same
-    # suite on the MLX decode path, which Metal and CUDA machines run.
-    session.run("mlxcel-conformance", "--report", "reports/reference-mlx-decode",
-                env={"MLXCEL_NUMPY_DECODE": "0"})
-    # The NumPy path over decode lanes (larger models' default from 12 sequences): every
-    # sequence in a lane process of its own. The schema fuzzing does not reach the decoder.
-    session.run("mlxcel-conformance", "-k", "not schemathesis", "--report",
-                "reports/reference-lanes",
-                env={"MLXCEL_DECODE_LANES": "2", "MLXCEL_DECODE_LANES_FROM": "0"})
     # Speculative decoding needs a drafter: the same server with the bundled draft model.
     session.run("mlxcel-conformance", "--server-draft", "-k", "speculative",
                 "--report", "reports/reference-speculative")
@@ -174,6 +176,15 @@ def package(session: nox.Session) -> None:
     bundled fixture from it and run the suite against it (tests/test_packaging.py)."""
     _install(session)
     session.run("pytest", "-q", "-m", "slow", "tests/test_packaging.py", *session.posargs)
+
+
+@nox.session
+def timing(session: nox.Session) -> None:
+    """The suite's timing-sensitive checks 20 times in a row against one reference server, all
+    PASS every time (tests/test_timing_checks_repeat.py)."""
+    _install(session)
+    session.run("pytest", "-q", "-m", "slow", "tests/test_timing_checks_repeat.py",
+                *session.posargs)
 
 
 @nox.session

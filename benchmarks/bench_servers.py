@@ -25,13 +25,9 @@ from .cpu_time import tree_cpu_s
 from .run import free_port
 
 KNOWN = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
-# Variants: a server started with extra flags, benchmarked beside its default. mlxcel+mlx is
-# mlxcel decoding on MLX (on MLX's CPU backend mlxcel decodes llama-family models with its NumPy
-# kernel by default); llama-server@t1 is llama-server on one thread.
-# mlxcel+numpy (``--numpy-decode``, the same as mlxcel since it became the default there) keeps
-# the commands of earlier measurements runnable.
-VARIANTS = {"mlxcel+mlx": ["--no-numpy-decode"], "mlxcel+numpy": ["--numpy-decode"],
-            "llama-server@t1": ["-t", "1"]}
+# Variants: a server started with extra flags, benchmarked beside its default:
+# llama-server@t1 is llama-server on one thread.
+VARIANTS = {"llama-server@t1": ["-t", "1"]}
 # Fields that make a server generate exactly max_tokens (no stop at end-of-sequence).
 FIXED_LENGTH = {"mlxcel": {"ignore_eos": True}, "llama-server": {"ignore_eos": True},
                 "vllm-mlx": {"ignore_eos": True}}
@@ -105,7 +101,7 @@ def gguf_for(model: Path, cache: Path) -> Path:
 
 
 def kind_of(name: str) -> str:
-    """``llama-server@t1`` is a llama-server labelled ``t1``, ``mlxcel+mlx`` an mlxcel (two
+    """``llama-server@t1`` is a llama-server labelled ``t1``, ``mlxcel+base`` an mlxcel (two
     builds or settings of one server can run side by side)."""
     return name.replace("+", "@", 1).split("@", 1)[0]
 

@@ -1,8 +1,7 @@
 """CPU time per generated token of the engine thread and of the event loop, in process: the
-server's ``Engine`` (its defaults for this machine: the NumPy path on MLX's CPU backend, the
-CLI's ``--stream-interval-ms``) and an asyncio consumer, greedy requests of ``--max-tokens``
-one after another on each of ``--streams`` concurrent consumers, with no HTTP. Shows where a
-stream's time goes, apart from the HTTP side.
+server's ``Engine`` (with the CLI's ``--stream-interval-ms``) and an asyncio consumer, greedy
+requests of ``--max-tokens`` one after another on each of ``--streams`` concurrent consumers,
+with no HTTP. Shows where a stream's time goes, apart from the HTTP side.
 
     python -m benchmarks.engine_tokens --fixture tiny --requests 20 --max-tokens 256 --rounds 3
     python -m benchmarks.engine_tokens --fixture tiny --streams 2   # two requests at a time

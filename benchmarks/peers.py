@@ -1,7 +1,5 @@
 """Servers side by side (``nox -s bench_peers``): mlxcel-server, mlx_lm.server and llama-server
-(plus vllm-mlx when given) on the same fixture weights, mlxcel as it ships (on MLX's CPU
-backend: the NumPy decode kernel) and as ``mlxcel+mlx`` (``--no-numpy-decode``: MLX decodes),
-all running at once, measured in
+(plus vllm-mlx when given) on the same fixture weights, all running at once, measured in
 interleaved rounds; publishes ``docs/benchmarks/peers.{json,md,png}`` and prints the ratios
 against issue 21's targets.
 
@@ -172,12 +170,11 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
 
 
 def default_servers(executables: dict[str, str | None]) -> list[str]:
-    """mlxcel twice, as it ships (on MLX's CPU backend, its NumPy decode kernel) and decoding on
-    MLX (``mlxcel+mlx``, ``--no-numpy-decode``); mlx_lm.server; and the others whose path is given:
-    llama-server twice, with its default threads and with one (``-t 1``: on a 2-core machine
-    shared with a client and other servers its second thread's spinning cost it several times
-    its speed; the targets take the better of the two in each round)."""
-    names = ["mlxcel", "mlxcel+mlx", "mlx-lm"]
+    """mlxcel; mlx_lm.server; and the others whose path is given: llama-server twice, with its
+    default threads and with one (``-t 1``: on a 2-core machine shared with a client and other
+    servers its second thread's spinning cost it several times its speed; the targets take the
+    better of the two in each round)."""
+    names = ["mlxcel", "mlx-lm"]
     if executables.get("llama-server"):
         names += ["llama-server", "llama-server@t1"]
     if executables.get("vllm-mlx"):
@@ -208,7 +205,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fixtures", default="tiny,bench")
     parser.add_argument("--servers", default=None,
                         help=f"comma list of {', '.join(KNOWN)}, or a variant: "
-                        f"{', '.join(VARIANTS)} (default: mlxcel, mlxcel+mlx, mlx-lm, and "
+                        f"{', '.join(VARIANTS)} (default: mlxcel, mlx-lm, and "
                         "llama-server / vllm-mlx when their path is given)")
     parser.add_argument("--llama-server", default=None, help="path of a llama-server binary")
     parser.add_argument("--vllm-mlx", default=None, help="path of vllm-mlx's script")
@@ -226,7 +223,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="PYTHONPATH of one server, e.g. another mlxcel checkout's server/")
     parser.add_argument("--env", action="append", default=[], metavar="SERVER=NAME=VALUE",
                         help="an environment variable of one server (an empty value removes "
-                        "it), e.g. 'mlxcel@one=MLXCEL_NUMPY_THREADS=1'")
+                        "it), e.g. 'mlxcel@one=MLXCEL_STREAM_INTERVAL_MS=0'")
     parser.add_argument("--gguf-cache", type=Path,
                         default=Path.home() / ".cache" / "mlxcel" / "bench-models")
     parser.add_argument("--workdir", type=Path, default=None, help="server logs")

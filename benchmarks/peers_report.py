@@ -1,9 +1,5 @@
 """What ``benchmarks.peers`` publishes: per-server medians over rounds, mlxcel's per-round
-ratios to each peer, issue 21's targets, the Markdown page and the plot.
-
-The targets are computed for ``mlxcel`` as it ships (on MLX's CPU backend, its NumPy decode
-kernel); ``mlxcel+mlx`` (``--no-numpy-decode``: MLX decodes) gets the same ratios beside them,
-when it was run."""
+ratios to each peer, issue 21's targets, the Markdown page and the plot."""
 
 from __future__ import annotations
 
@@ -15,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 BASELINE = "mlxcel"
-VARIANT = "mlxcel+mlx"
 
 
 def machine() -> str:
@@ -64,7 +59,7 @@ def _ratios(items: list[dict[str, Any]], by_round: dict[tuple[str, int, int], di
 
 def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per server and level: medians and ranges over rounds, and the ratios of mlxcel
-    (and of mlxcel+mlx) to that server."""
+    to that server."""
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     by_round: dict[tuple[str, int, int], dict[str, Any]] = {}
     for run in entry["runs"]:
@@ -73,7 +68,6 @@ def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for (server, level), items in runs.items():
         tok_ratio, ttft_ratio = _ratios(items, by_round, BASELINE)
-        variant_tok, variant_ttft = _ratios(items, by_round, VARIANT)
         rows.append({
             "server": server, "level": level, "rounds": len(items),
             "tok_per_s": spread([r["tok_per_s"] for r in items]),
@@ -87,10 +81,8 @@ def summarize(entry: dict[str, Any]) -> list[dict[str, Any]]:
             "counted_by": sorted({c for r in items for c in r["counted_by"]}),
             "cpu_ms_per_token": _median([r.get("server_cpu_ms_per_token") for r in items]),
             "mlxcel_tok_ratio": tok_ratio, "mlxcel_ttft_ratio": ttft_ratio,
-            "variant_tok_ratio": variant_tok, "variant_ttft_ratio": variant_ttft,
         })
-    order = {BASELINE: 0, VARIANT: 1}
-    return sorted(rows, key=lambda r: (r["level"], order.get(r["server"], 2), r["server"]))
+    return sorted(rows, key=lambda r: (r["level"], r["server"] != BASELINE, r["server"]))
 
 
 def best_ratio(entry: dict[str, Any], kind: str, level: int, key: str,
@@ -122,7 +114,7 @@ def _target(fixture: str, text: str, goal: str, value: dict[str, float] | None,
 
 
 def _targets_for(results: dict[str, Any], subject: str) -> list[dict[str, Any]]:
-    """Issue 21's targets measured for ``subject`` (``mlxcel`` or ``mlxcel+mlx``)."""
+    """Issue 21's targets measured for ``subject``."""
     out = []
     tiny = results["fixtures"].get("tiny")
     if tiny:
@@ -152,12 +144,8 @@ def _targets_for(results: dict[str, Any], subject: str) -> list[dict[str, Any]]:
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 21's targets, each with mlxcel's measured median (and range) over rounds and
-    whether it is met ("llama-server" is the best of its variants in each round), and the same
-    for mlxcel+mlx (``variant_value``, ``variant_met``; None where it was not run)."""
-    out = _targets_for(results, BASELINE)
-    for row, variant_row in zip(out, _targets_for(results, VARIANT), strict=True):
-        row["variant_value"], row["variant_met"] = variant_row["value"], variant_row["met"]
-    return out
+    whether it is met ("llama-server" is the best of its variants in each round)."""
+    return _targets_for(results, BASELINE)
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -175,34 +163,26 @@ MET = {True: "yes", False: "**no**", None: "not run"}
 
 
 def target_table(rows: list[dict[str, Any]]) -> str:
-    """mlxcel's targets; with mlxcel+mlx's beside them when it was run."""
-    variant = any(row.get("variant_value") is not None for row in rows)
-    head = "| fixture | target | goal | mlxcel's median (range over rounds) | met |"
-    lines = [head + (f" {VARIANT} | met |" if variant else ""),
-             "|---|---|---|---|---|" + ("---|---|" if variant else "")]
+    """mlxcel's targets."""
+    lines = ["| fixture | target | goal | mlxcel's median (range over rounds) | met |",
+             "|---|---|---|---|---|"]
     for row in rows:
-        line = (f"| {row['fixture']} | {row['target']} | {row['goal']} | "
-                f"{_range(row['value'], 3)} | {MET[row['met']]} |")
-        if variant:
-            line += f" {_range(row.get('variant_value'), 3)} | {MET[row.get('variant_met')]} |"
-        lines.append(line)
+        lines.append(f"| {row['fixture']} | {row['target']} | {row['goal']} | "
+                     f"{_range(row['value'], 3)} | {MET[row['met']]} |")
     return "\n".join(lines) + "\n"
 
 
 def fixture_table(entry: dict[str, Any]) -> str:
-    variant = any(row["server"] == VARIANT for row in entry["summary"])
-    extra = f" {VARIANT} ÷ server |" if variant else ""
-    lines = ["| streams | server | tok/s, median (range) | mlxcel ÷ server |" + extra
-             + " TTFT p50 / p95 | inter-token p50 / p95 | tokens per request | errors | "
+    lines = ["| streams | server | tok/s, median (range) | mlxcel ÷ server |"
+             " TTFT p50 / p95 | inter-token p50 / p95 | tokens per request | errors | "
              "server CPU ms per token |",
-             "|---|---|---|---|---|---|---|---|---|" + ("---|" if variant else "")]
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in entry["summary"]:
         tok = row["tok_per_s"]
-        variant_cell = f" {_range(row.get('variant_tok_ratio'))} |" if variant else ""
         lines.append(
             f"| {row['level']} | {row['server']} | {_num(tok['median'] if tok else None)} "
             f"({_num(tok['min'] if tok else None)}–{_num(tok['max'] if tok else None)}) | "
-            f"{_range(row['mlxcel_tok_ratio'])} |{variant_cell} {_num(row['ttft_p50_ms'])} / "
+            f"{_range(row['mlxcel_tok_ratio'])} | {_num(row['ttft_p50_ms'])} / "
             f"{_num(row['ttft_p95_ms'])} ms | {_num(row['itl_p50_ms'], 2)} / "
             f"{_num(row['itl_p95_ms'], 2)} ms | {_num(row['tokens_per_request'])} | "
             f"{row['errors']}/{row['requests']} | {_num(row['cpu_ms_per_token'], 2)} |")
@@ -210,11 +190,10 @@ def fixture_table(entry: dict[str, Any]) -> str:
 
 
 def peer_wins(entry: dict[str, Any]) -> list[str]:
-    """Every level where a peer's median tok/s or TTFT p50 beats mlxcel's (mlxcel+mlx is
-    mlxcel, not a peer: see ``variant_against_baseline``)."""
+    """Every level where a peer's median tok/s or TTFT p50 beats mlxcel's."""
     wins = []
     for row in entry["summary"]:
-        if row["server"] in (BASELINE, VARIANT):
+        if row["server"] == BASELINE:
             continue
         tok, ttft = row["mlxcel_tok_ratio"], row["mlxcel_ttft_ratio"]
         if tok and tok["median"] < 1.0:
@@ -224,16 +203,6 @@ def peer_wins(entry: dict[str, Any]) -> list[str]:
             wins.append(f"{row['server']} at {streams(row['level'])}: TTFT p50 "
                         f"{ttft['median']:.2f}× shorter than mlxcel's")
     return wins
-
-
-def variant_against_baseline(entry: dict[str, Any]) -> list[str]:
-    """mlxcel+mlx's tok/s as a multiple of mlxcel's at each level (median over rounds)."""
-    out = []
-    for row in entry["summary"]:
-        tok = row["mlxcel_tok_ratio"]
-        if row["server"] == VARIANT and tok and tok["median"]:
-            out.append(f"{1 / tok['median']:.2f}× at {streams(row['level'])}")
-    return out
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -250,12 +219,10 @@ def markdown(results: dict[str, Any]) -> str:
                   f"{entry['loadavg_before']} before, {entry['loadavg_after']} after.\n",
                   fixture_table(entry)]
         wins = peer_wins(entry)
-        parts.append("Where a peer is ahead of mlxcel: " + ("; ".join(wins) if wins else "nowhere")
-                     + ".\n")
-        variant = variant_against_baseline(entry)
-        if variant:
-            parts.append(f"{VARIANT} (`--no-numpy-decode`: MLX decodes) ÷ mlxcel, tok/s: "
-                         f"{', '.join(variant)}.\n")
+        # A measurement, not a verdict: it holds for this machine and these fixtures only.
+        parts.append("Where a peer is ahead of mlxcel: " + "; ".join(wins) + ".\n" if wins else
+                     "No peer's median tok/s or TTFT p50 beat mlxcel's at the levels measured "
+                     "here (this machine, these fixtures).\n")
         parts.append("| server | version | tokens counted by | request fields | command |\n"
                      "|---|---|---|---|---|")
         for server, info in entry["servers"].items():
@@ -275,7 +242,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(len(fixtures), 2, figsize=(11, 4 * len(fixtures)), squeeze=False)
     for (name, entry), (tok_ax, ttft_ax) in zip(fixtures, axes, strict=True):
         servers = sorted({r["server"] for r in entry["summary"]},
-                         key=lambda s: (s != BASELINE, s != VARIANT, s))
+                         key=lambda s: (s != BASELINE, s))
         for server in servers:
             rows = [r for r in entry["summary"] if r["server"] == server and r["tok_per_s"]]
             xs = [r["level"] for r in rows]

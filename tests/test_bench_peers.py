@@ -177,15 +177,14 @@ def test_targets_take_the_best_llama_server_variant_in_each_round() -> None:
                                                            "max": 2.5}
 
 
-def test_the_default_servers_run_mlxcel_on_mlx_and_llama_server_with_one_thread_too(
-        ) -> None:
+def test_the_default_servers_run_llama_server_with_one_thread_too() -> None:
     assert peers.default_servers({"llama-server": "/x/llama-server", "vllm-mlx": None}) == [
-        "mlxcel", "mlxcel+mlx", "mlx-lm", "llama-server", "llama-server@t1"]
-    assert peers.default_servers({}) == ["mlxcel", "mlxcel+mlx", "mlx-lm"]
+        "mlxcel", "mlx-lm", "llama-server", "llama-server@t1"]
+    assert peers.default_servers({}) == ["mlxcel", "mlx-lm"]
 
 
 @pytest.mark.parametrize(("name", "flags"), [
-    ("mlxcel", []), ("mlxcel+mlx", ["--no-numpy-decode"]), ("llama-server", []),
+    ("mlxcel", []), ("mlxcel@base", []), ("llama-server", []),
     ("llama-server@t1", ["-t", "1"])])
 def test_a_variant_is_its_server_started_with_its_flags(
         name: str, flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,30 +193,24 @@ def test_a_variant_is_its_server_started_with_its_flags(
                     gguf_cache=tmp_path, extra_args=["--x"])
     assert spec.command[-len(flags) - 1:] == [*flags, "--x"]
     assert spec.fields == {"ignore_eos": True}
-    assert ("--no-numpy-decode" in spec.command) == (name == "mlxcel+mlx")
 
 
-def test_targets_are_mlxcel_s_with_mlxcel_on_mlx_beside_them() -> None:
-    runs = [_run("mlxcel", 1, 0, 2700.0, 0.005), _run("mlxcel+mlx", 1, 0, 900.0, 0.010),
-            _run("llama-server", 1, 0, 1800.0, 0.010)]
+def test_targets_and_tables_are_mlxcel_s() -> None:
+    runs = [_run("mlxcel", 1, 0, 2700.0, 0.005), _run("llama-server", 1, 0, 1800.0, 0.010)]
     results = {"fixtures": {"tiny": _entry([1], runs)}}
     rows = {t["target"]: t for t in peers_report.targets(results)}
     tok = rows["tok/s ÷ llama-server, 1 stream"]
     assert (tok["value"]["median"], tok["met"]) == (1.5, True)
-    assert (tok["variant_value"]["median"], tok["variant_met"]) == (0.5, False)
     assert rows["TTFT p50 ÷ llama-server's, 1 stream"]["value"]["median"] == 0.5
-    assert rows["TTFT p50 ÷ llama-server's, 1 stream"]["variant_value"]["median"] == 1.0
-    table = peers_report.target_table(list(rows.values()))
-    assert "| mlxcel+mlx | met |" in table and "| **0.500** (0.500–0.500) | **no** |" in table
     entry = results["fixtures"]["tiny"]
-    assert [r["server"] for r in entry["summary"]] == ["mlxcel", "mlxcel+mlx", "llama-server"]
+    assert [r["server"] for r in entry["summary"]] == ["mlxcel", "llama-server"]
     page = peers_report.fixture_table(entry)
-    assert ("| 1 | llama-server | 1,800.0 (1,800.0–1,800.0) | **1.50** (1.50–1.50) | **0.50**"
-            in page)
+    assert "| 1 | llama-server | 1,800.0 (1,800.0–1,800.0) | **1.50** (1.50–1.50) | 10.0" in page
     assert peers_report.peer_wins(entry) == []
-    assert peers_report.variant_against_baseline(entry) == ["0.33× at 1 stream"]
-    # Without the variant, its columns are absent.
-    assert "mlxcel+mlx" not in peers_report.target_table(peers_report.targets(_results()))
+    page = peers_report.markdown({**results, "started": "t", "machine": "m", "command": "c",
+                                  "rounds": 1, "targets": list(rows.values())})
+    assert "Where a peer is ahead" not in page and "nowhere" not in page
+    assert "No peer's median tok/s or TTFT p50 beat mlxcel's at the levels measured" in page
 
 
 def test_a_target_without_its_peer_is_not_run() -> None:
@@ -285,20 +278,20 @@ def test_published_commands_name_no_machine_paths() -> None:
 def test_per_server_flags_and_environment_reach_only_that_server() -> None:
     args = peers.parse_args(["--args", "llama-server@t1=-t 1", "--pythonpath",
                              "mlxcel@base=/x/server", "--env",
-                             "mlxcel@one=MLXCEL_NUMPY_THREADS=1"])
+                             "mlxcel@one=MLXCEL_STREAM_INTERVAL_MS=0"])
     assert peers._environments(args) == {"mlxcel@base": {"PYTHONPATH": "/x/server"},
-                                         "mlxcel@one": {"MLXCEL_NUMPY_THREADS": "1"}}
+                                         "mlxcel@one": {"MLXCEL_STREAM_INTERVAL_MS": "0"}}
     spec = spec_for("mlxcel@one", Path("m"), 1, 2, blas=None, executable=None,
                     gguf_cache=Path("."), extra_args=["--foo"],
                     extra_env=peers._environments(args)["mlxcel@one"])
     assert spec.name == "mlxcel@one" and spec.command[-1] == "--foo"
-    assert spec.env["MLXCEL_NUMPY_THREADS"] == "1" and spec.fields == {"ignore_eos": True}
+    assert spec.env["MLXCEL_STREAM_INTERVAL_MS"] == "0" and spec.fields == {"ignore_eos": True}
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux /proc")
 def test_a_server_s_cpu_counts_its_running_worker_processes() -> None:
-    """mlxcel's decode lanes are processes of the server: their CPU is the server's (a parent
-    stat's ``cutime`` counts only children that have ended)."""
+    """A server's worker processes are the server: their CPU is the server's (a parent stat's
+    ``cutime`` counts only children that have ended)."""
     import subprocess
     import time
 

@@ -15,9 +15,10 @@ import yaml
 from mlxcel.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["index.md", "quickstart.md", "testing.md", "ci.md", "results.md", "benchmarks.md",
-         "api/index.md", "api/schemas.md", "configuration.md", "limits.md", "chat.md",
-         "llama-server.md",
+PAGES = ["index.md", "quickstart.md", "testing.md", "ci.md", "results.md",
+         "conformance/verdicts.md", "benchmarks.md",
+         "api/index.md", "api/schemas.md", "configuration.md", "gguf.md", "limits.md", "chat.md",
+         "responses.md", "llama-server.md",
          "vision.md", "audio.md",
          "images.md", "speculative.md", "distributed.md", "design.md"]
 

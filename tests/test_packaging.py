@@ -50,7 +50,9 @@ def venv_bin(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("venv")
     _run([sys.executable, "-m", "venv", str(venv)], cwd=venv)
     wheel = next(dist.glob("*.whl"))
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], cwd=venv)
+    # the server and, through its extra, the suite
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{wheel}[conformance]"],
+         cwd=venv)
     return venv / "bin"
 
 

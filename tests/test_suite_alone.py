@@ -20,8 +20,6 @@ from mlxcel_conformance.target import free_port, wait_healthy
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "conformance"
 KEY = "suite-alone-key"
-# the suite's dependencies: mlxcel's dependencies from this one on (pyproject.toml's comment)
-FIRST_SUITE_DEPENDENCY = "pytest"
 # the families the CI run checks: cheap, and every layer of the suite (spec, goldens, SDKs)
 FAMILIES = "chat,models,health,sdk-openai"
 
@@ -55,10 +53,23 @@ def test_the_suite_imports_nothing_from_the_server() -> None:
     assert "-m mlxcel" in done.stdout and "--embedding-model" in done.stdout
 
 
+def _extra(pyproject: Path, name: str) -> list[str]:
+    block = re.search(rf"^{name} = \[(.*?)^\]", pyproject.read_text(), re.M | re.S)
+    assert block, (pyproject, name)
+    return re.findall(r'^\s*"([^"]+)"', block.group(1), re.M)
+
+
 def test_the_suite_distribution_lists_the_suite_dependencies() -> None:
-    server = _dependencies(ROOT / "pyproject.toml")
+    """The suite's dependencies: mlxcel's shared ones plus its ``conformance`` extra, which
+    the launcher of ``mlxcel-conformance`` names when they are missing."""
+    from mlxcel_conformance.launcher import SUITE_MODULES
+
+    server = set(_dependencies(ROOT / "pyproject.toml"))
+    extra = _extra(ROOT / "pyproject.toml", "conformance")
     suite = _dependencies(SUITE / "pyproject.toml")
-    assert set(server[server.index(f"{FIRST_SUITE_DEPENDENCY}>=8"):]) <= set(suite)
+    assert {dep for dep in suite if dep not in extra} <= server
+    assert set(extra) <= set(suite)
+    assert {re.split(r"[<>=\[;]", dep)[0] for dep in extra} == set(SUITE_MODULES)
     assert not any(dep.startswith(("mlx", "fastapi", "uvicorn")) for dep in suite), suite
 
 

@@ -10,8 +10,11 @@ import mlx.core as mx
 import pytest
 
 from mlxcel.engine.detokenizer import IncrementalDetokenizer
+from mlxcel.engine.dry import DryConfig, DryPenalty
+from mlxcel.engine.logprobs import LogprobRenderer
 from mlxcel.engine.penalties import build_logits_processors
 from mlxcel.engine.sampling import RequestSampler
+from mlxcel.engine.slots import SequenceGuard
 from mlxcel.engine.stops import StopMatcher
 from mlxcel.generation import SamplingParams
 
@@ -51,6 +54,50 @@ def test_penalties_and_dry(benchmark: Any) -> None:
         mx.eval(out)
 
     benchmark(run)
+
+
+@pytest.mark.parametrize("breakers", [(), ((7,),)], ids=["no-breaker", "breaker"])
+def test_dry_on_a_long_history(benchmark: Any, breakers: tuple[tuple[int, ...], ...]) -> None:
+    """One DRY step over a 4,096-token context (the processor's per-token cost at a long
+    reply): without a breaker in it, every token of the window is matched against."""
+    dry = DryPenalty(DryConfig(multiplier=0.8, breakers=breakers))
+    tokens = mx.array((list(range(3, 60)) * 72)[:4096])
+    logits = mx.random.normal((1, VOCAB))
+    mx.eval(tokens, logits)
+    benchmark(lambda: mx.eval(dry(tokens, logits)))
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["per-row", "batched"])
+def test_logprobs_of_a_batch_step(benchmark: Any, tokenizer: Any, batched: bool) -> None:
+    """The logprobs of one batch step, 8 sequences asking for the top 5 each, rendered one
+    row at a time (three host syncs per row) or all together (one)."""
+    renderer = LogprobRenderer(tokenizer)
+    rows = [mx.log(mx.softmax(mx.random.normal((VOCAB,)))) for _ in range(8)]
+    mx.eval(rows)
+    tokens: list[int] = mx.argmax(mx.stack(rows), axis=-1).tolist()  # type: ignore[assignment]
+    if batched:
+        benchmark(lambda: renderer.render_batch(rows, tokens, [5] * len(rows)))
+    else:
+        benchmark(lambda: [renderer.render(row, token, 5)
+                           for row, token in zip(rows, tokens, strict=True)])
+
+
+def test_batch_step_with_user_processors(benchmark: Any) -> None:
+    """One ``BatchGenerator`` step of the fixture model with 8 sequences, each behind a
+    user-supplied logits processor (a grammar's place) in its ``SequenceGuard``."""
+    from mlx_lm import load
+    from mlx_lm.generate import BatchGenerator
+
+    model, _ = load(str(MODEL))[:2]
+    batch = BatchGenerator(model, completion_batch_size=8, prefill_batch_size=8)
+    guards = [SequenceGuard() for _ in range(8)]
+    batch.insert([[1, 2, 3, 4]] * 8, max_tokens=[100_000] * 8,
+                 logits_processors=[[guard.processor(lambda tokens, logits: logits * 1.0)]
+                                    for guard in guards])
+    for _ in range(3):  # prefill, then decoding
+        batch.next()
+    benchmark(batch.next)
+    assert all(guard.error is None for guard in guards)
 
 
 def test_stop_matching(benchmark: Any) -> None:

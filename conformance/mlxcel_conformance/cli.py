@@ -3,7 +3,11 @@
     mlxcel-conformance --base-url http://127.0.0.1:8080 --profile mlx-lm --report reports/mlx-lm
 
 Everything after the known options is passed to pytest (e.g. ``-k chat``, ``-x``).
-``--help`` prints the suite's own options; ``--help-pytest`` prints pytest's full help.
+``--help`` prints the suite's own options; ``--help-pytest`` prints pytest's full help;
+``--version`` the suite's version. Before pytest runs, the command line and ``--base-url`` are
+checked (``command_line``, ``preflight``): a setup mistake is one ERROR line and its own exit
+status (``exit_codes``). By default a FAIL is one line (pytest runs with ``--tb=no``); ``-v``,
+``--tb=...`` or ``-r...`` bring pytest's own reporting back.
 """
 
 from __future__ import annotations
@@ -16,12 +20,23 @@ from typing import Any
 
 import pytest
 
+from . import __version__
+from .command_line import checked_arguments
+from .exit_codes import exit_status_help
+from .preflight import PreflightError
+
 VALUE_OPTIONS = frozenset({
     "--base-url", "--api-key", "--model", "--profile", "--families", "--report", "--goldens",
     "--server-model", "--fuzz-examples", "--fail-on", "--fixture-dir", "--request-timeout",
+    "--health-budget-ms", "--stall-bound", "--server-pid", "--rss-tolerance",
 })
 HELP_FLAGS = frozenset({"-h", "--help"})
 PYTEST_HELP_FLAG = "--help-pytest"
+VERSION_FLAG = "--version"
+# pytest's own reporting, asked for: then the CLI leaves pytest's output as it is.
+_REPORTING_FLAGS = ("-v", "--verbose", "--tb", "-r", "-q", "--quiet")
+# The default: progress dots, one line per FAIL and the suite's summary (the plugin's).
+QUIET_ARGS = ("-qq", "--tb=no", "-rN")
 
 USAGE = """\
 usage: mlxcel-conformance [OPTIONS] [PYTEST ARGS ...]
@@ -33,9 +48,13 @@ public API contracts, and print a feature matrix (PASS / FAIL / UNSUPPORTED / ER
 """
 
 EPILOG = """\
-Any other argument goes to pytest (-k EXPR, -x, -v, --maxfail N).
+Any other argument goes to pytest (-k EXPR, -x, --maxfail N). A FAIL prints one line (check,
+source, evidence); -v or --tb=short print pytest's tracebacks too; --report DIR keeps it all.
   -h, --help      this help
   --help-pytest   pytest's full help (its own options, then these again)
+  --version       the suite's version
+
+exit status:
 """
 
 
@@ -54,10 +73,12 @@ class _Recorder:
 
 def suite_options() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     """The options the suite's pytest plugin declares, in its order."""
+    from . import robustness_plugin
     from .plugin import pytest_addoption
 
     recorder = _Recorder()
     pytest_addoption(recorder)  # type: ignore[arg-type]
+    robustness_plugin.pytest_addoption(recorder)  # type: ignore[arg-type]
     return recorder.options
 
 
@@ -75,7 +96,7 @@ def short_help() -> str:
         lines.append(f"  {_option_line(names, attrs)}")
         lines += textwrap.wrap(attrs.get("help", ""), width=92, initial_indent=" " * 6,
                                subsequent_indent=" " * 6)
-    return "\n".join([*lines, "", EPILOG])
+    return "\n".join([*lines, "", EPILOG + exit_status_help()])
 
 
 def join_values(argv: Sequence[str]) -> list[str]:
@@ -91,13 +112,22 @@ def join_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _reporting_asked(argv: Sequence[str]) -> bool:
+    return any(arg.startswith(_REPORTING_FLAGS) and not arg.startswith("--report")
+               for arg in argv if arg != "--")
+
+
 def pytest_args(argv: Sequence[str]) -> list[str]:
     argv = ["--help" if arg == PYTEST_HELP_FLAG else arg for arg in join_values(argv)]
+    reporting = ["-q"] if _reporting_asked(argv) or "--help" in argv else list(QUIET_ARGS)
     return [
         "-p", "mlxcel_conformance.plugin",
         "--pyargs", "mlxcel_conformance.tests",
         "-p", "no:cacheprovider",
-        "-q",
+        # The CLI has imported the plugin (and through the SDKs, anyio) to check the command
+        # line: pytest can no longer rewrite their few asserts, which only costs messages.
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
+        *reporting,
         *argv,
     ]
 
@@ -107,6 +137,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     if HELP_FLAGS & set(args) and PYTEST_HELP_FLAG not in args:
         print(short_help())
         sys.exit(0)
+    if VERSION_FLAG in args:
+        print(f"mlxcel-conformance {__version__} (pytest {pytest.__version__})")
+        sys.exit(0)
+    if PYTEST_HELP_FLAG not in args:
+        try:
+            args = checked_arguments(join_values(args), suite_options)
+        except PreflightError as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            sys.exit(int(exc.exit_status))
     sys.exit(int(pytest.main(pytest_args(args))))
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from .checks.registry import check, fail
+from .checks.verdict_policy import VerdictClass
 from .defects import refusal
 from .errors import Severity
 from .target import Target
@@ -106,7 +107,8 @@ def json_body(response: httpx.Response) -> Any:
              content_type=response.headers.get("content-type"))
 
 
-@check("http_status", severity=Severity.HIGH, description="The response has the expected status")
+@check("http_status", severity=Severity.HIGH, description="The response has the expected status",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.UNSUPPORTED, VerdictClass.ERROR}))
 def expect_status(response: httpx.Response | StreamResult, *expected: int) -> None:
     status = response.status_code if isinstance(response, httpx.Response) else response.status
     if status not in expected:

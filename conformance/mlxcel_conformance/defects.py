@@ -7,9 +7,15 @@ failing test's failure becomes one defect entry: its ``key`` is the check and th
 the cause is what the check names (``evidence["defect"]``, set where a check speaks for another:
 a golden whose diff came from an event state machine counts under that machine's check) or the
 failure's message with positions left out (``chunk 3`` and ``chunk 5`` are one cause; a
-wrong status is its status, whatever bad input showed it). The family (a route, or a client
-like the OpenAI SDK) is part of the key: one cause on two routes is two defects. A transport
-failure's cause also names the request it happened on.
+wrong status is its status, whatever bad input showed it).
+
+One defect, one FAIL: the key is the root cause, not where it showed. The family (a route, or a
+client like the OpenAI SDK) is left out of it, so llama-server's 500 on malformed JSON is one
+defect whether chat, Responses or Messages met it, and each defect lists every (family,
+feature) that saw it (`Defect.also_seen`). Checks that judge one property in several forms
+share a root-cause key (`ROOT_CAUSES`: chat and completion bodies; the contract view of a
+golden and the schema check of a feature), and ids and positions are left out of causes. A
+transport failure's cause still names the request it happened on.
 """
 
 from __future__ import annotations
@@ -21,12 +27,36 @@ from dataclasses import dataclass, field
 from typing import Any
 
 KEY_LIMIT = 300
+
+# Checks that judge one property in different forms: their causes share the key on the right.
+ROOT_CAUSES: dict[str, str] = {
+    "chat_completion_body": "openai_body",
+    "completion_body": "openai_body",
+    "chat_chunk_object": "openai_chunk",
+    "completion_chunk_order": "openai_chunk",
+    "schema_conformance": "schema",
+    "field_parity": "keys",
+    "field_parity_current": "keys",
+}
+# A golden's contract-view diff is the schema check's finding on the same event or body.
+_FORMS = (
+    (re.compile(r"^golden: event N: "), "schema: "),
+    (re.compile(r"^golden: body"), "schema: body"),
+    (re.compile(r"^schema: (?:GET|POST|DELETE) \S+ (?:\d{3}: )?(?:event N: )?"), "schema: "),
+)
+# A body that is not JSON, whichever form found it (the check, a golden, the SDK's decoder): one
+# cause per family, since a route that answers no JSON at all says nothing of the others.
+_NOT_JSON = re.compile(r"^(?:json_body: response body is not JSON|JSONDecodeError: |"
+                       r"schema: body: expected JSON, got text)")
+# Server-made ids (tool call ids, message ids) say nothing about the cause.
+_IDS = re.compile(r"(['\"])[A-Za-z0-9_-]{16,}\1")
 _POSITIONS = (
     (re.compile(r"\b(chunk|chunks|event|events|choice|item|block|index|line|column|char)"
                 r" \d+\b"), r"\1 N"),
     (re.compile(r"\[\d+\]"), "[N]"),
     (re.compile(r"/\d+(?=/|:|\s|$)"), "/N"),
     (re.compile(r"\b\d+(\.\d+)? ?s\b"), "N s"),
+    (re.compile(r"\b([a-z_]+)=\d+\b"), r"\1=N"),  # the value a case sent: logprobs=1, =5
 )
 
 
@@ -51,19 +81,54 @@ def refusal(status: int, text: str) -> str:
     return f"http_status: HTTP {status}: {said}" if said else f"http_status: HTTP {status}"
 
 
+def root_cause(cause: str) -> str:
+    """``cause`` ("check: what") under its check's root-cause key, in one form whichever
+    feature showed it, positions and ids left out."""
+    name, sep, rest = cause.partition(": ")
+    if sep and name in ROOT_CAUSES:
+        cause = f"{ROOT_CAUSES[name]}: {rest}"
+    cause = normalize(_IDS.sub(r"\1<id>\1", cause))
+    for pattern, replacement in _FORMS:
+        cause = pattern.sub(replacement, cause)
+    return cause
+
+
+# A 500 for bad input is where the server crashed, and the input says where: malformed JSON on
+# four routes is one crash, an image part another (the case, from the feature's message or the
+# golden's name).
+_CRASH = "error_status: HTTP 500 for a client error"
+_CASE = re.compile(r"\(([^()]+)\)\s*$")
+
+
+def _crash_input(message: str, evidence: Mapping[str, Any]) -> str:
+    found = _CASE.search(message)
+    case = evidence.get("case")
+    if found is not None:
+        said = found.group(1)
+    elif isinstance(case, str):
+        said = case.rsplit("/", 1)[-1].removeprefix("error_")
+    else:
+        return ""
+    return f" [input: {' '.join(said.replace('_', ' ').lower().split())}]"
+
+
 def entry(check: str, message: str, evidence: Mapping[str, Any],
           family: str = "") -> dict[str, str]:
-    """The defect of one failing test of ``family`` (a family is a route or a client: one
-    cause on two routes is two defects)."""
+    """The defect of one failing test of ``family``; the family (a route or a client) is not
+    part of the key: one cause on two routes is one defect, seen twice."""
     cause = evidence.get("defect")
     if not (isinstance(cause, str) and cause):
         cause = f"{check}: {message}"
         request = evidence.get("request")
         if evidence.get("transport_error") and isinstance(request, str):
             cause = f"{check} on {request.split('?')[0]}: {message}"
-    key = normalize(f"[{family}] {cause}" if family else cause)
+    key = root_cause(cause)
+    if _NOT_JSON.match(key):
+        key = f"not_json: [{family}] the body is not JSON"
+    if key.startswith(_CRASH):
+        key += _crash_input(message, evidence)
     return {"key": key, "check": check, "message": message[:KEY_LIMIT],
-            "source": str(evidence.get("source") or "")}
+            "source": str(evidence.get("source") or ""), "family": family}
 
 
 @dataclass
@@ -75,6 +140,22 @@ class Defect:
     source: str
     checks: list[str] = field(default_factory=list)
     features: list[tuple[str, str]] = field(default_factory=list)  # (family, feature)
+
+    @property
+    def families(self) -> list[str]:
+        """The routes and clients that met the defect, in the order first seen."""
+        return list(dict.fromkeys(family for family, _ in self.features))
+
+    def also_seen(self, family: str, feature: str) -> list[tuple[str, str]]:
+        """Where else the defect was seen than (family, feature): the FAIL row of the defect
+        lists these instead of repeating it."""
+        return [where for where in self.features if where != (family, feature)]
+
+
+def fail_rows(records: Iterable[Mapping[str, Any]]) -> list[tuple[Defect, tuple[str, str]]]:
+    """One FAIL row per defect: the defect and the (family, feature) that first showed it;
+    the rest are ``defect.also_seen(*where)``. The records themselves keep every observation."""
+    return [(defect, defect.features[0]) for defect in distinct(records) if defect.features]
 
 
 def distinct(records: Iterable[Mapping[str, Any]]) -> list[Defect]:

@@ -17,6 +17,7 @@ and the server answers that family's documented 501.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -51,7 +52,11 @@ def fixture_path(name: str, root: str | Path | None = None) -> Path:
 
 def encoder_args(root: str | Path | None = None) -> list[str]:
     """``--embedding-model``/``--rerank-model`` for the encoder fixtures, so the embedding and
-    rerank families run against real models; none when the fixtures are not found."""
+    rerank families run against real models; none when the fixtures are not found, or when
+    this interpreter (the self-started server's) lacks the server's ``embeddings`` extra
+    (mlx-embeddings): the server would refuse to start, and its 501s say what is missing."""
+    if importlib.util.find_spec("mlx_embeddings") is None:
+        return []
     try:
         return ["--embedding-model", str(fixture_path(EMBED_FIXTURE, root)),
                 "--rerank-model", str(fixture_path(RERANK_FIXTURE, root))]

@@ -139,7 +139,8 @@ def openai_stream(client: SuiteClient, path: str, payload: dict[str, Any]) -> Op
 def chat_stream(client: SuiteClient, payload: dict[str, Any]) -> OpenAIStream:
     stream = openai_stream(client, CHAT_PATH, {**payload, "stream": True})
     content_chunks = [c for c in stream.chunks if c.get("choices")]
-    check_chat_chunk_object(content_chunks)
+    # every chunk, the usage chunk (choices: []) included, is a chat.completion.chunk
+    check_chat_chunk_object(stream.chunks)
     check_chat_first_chunk_role(content_chunks)
     check_chat_chunk_order(content_chunks)
     return stream
@@ -147,7 +148,8 @@ def chat_stream(client: SuiteClient, payload: dict[str, Any]) -> OpenAIStream:
 
 def completion_stream(client: SuiteClient, payload: dict[str, Any]) -> OpenAIStream:
     stream = openai_stream(client, COMPLETIONS_PATH, {**payload, "stream": True})
-    check_completion_chunk_order([c for c in stream.chunks if c.get("choices")])
+    # every chunk, the usage chunk (choices: []) included, is a text_completion
+    check_completion_chunk_order(stream.chunks)
     return stream
 
 

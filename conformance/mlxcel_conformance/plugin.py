@@ -20,11 +20,12 @@ from .checks import sources
 from .checks.sources import Tier
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
+from .fail_lines import error_lines, fail_line
 from .fixture_models import FIXTURES_ENV, draft_args
 from .flows import REFERENCE_SHAPES
 from .golden_diff import format_case
 from .profiles import PROFILES, Profile, get_profile
-from .report import JSON_NAME, Record, Report, Verdict
+from .report import JSON_NAME, Record, Report, Verdict, plural
 from .report_html import HTML_NAME, render_report
 from .sdk_clients import refused
 from .target import ReferenceServer, Target
@@ -106,10 +107,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "where the profile claims NAME"
     )
     base_url = config.getoption("--base-url")
-    profile = get_profile(config.getoption("--profile") or "mlxcel")
-    families = config.getoption("--families")
-    if families:
-        profile = profile.narrowed(name.strip() for name in families.split(","))
+    try:
+        profile = get_profile(config.getoption("--profile") or "mlxcel")
+        families = config.getoption("--families")
+        if families:
+            profile = profile.narrowed(name.strip() for name in families.split(","))
+    except SetupError as exc:  # pytest prints a UsageError as one line, not INTERNALERROR
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_PROFILE_KEY] = profile
     REFERENCE_SHAPES["claimed"] = bool(profile.extensions)
     config.stash[_REPORT_KEY] = Report(target=base_url or "self-started", profile=profile.name)
@@ -336,7 +340,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     report.finish()
     report_dir = config.getoption("--report")
-    blocks = _golden_diffs(report)
+    # --tb=no is the CLI's default: one line per FAIL, the full evidence in the report.
+    short = config.getoption("tbstyle") == "no"
+    blocks = [] if short else _golden_diffs(report)
     if blocks:
         terminalreporter.section("golden diffs (expected vs got)")
         for block in blocks:
@@ -347,7 +353,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                                                   encoding="utf-8")
         (Path(report_dir) / PARTIAL_NAME).unlink(missing_ok=True)
         terminalreporter.write_line(f"report written to {report_dir}/conformance.{{json,md,html}}")
-    terminalreporter.write_line(report.summary_line())
+    if short:
+        for record in report.records:
+            if record.verdict is Verdict.FAIL:
+                terminalreporter.write_line(fail_line(record))
+        for line in error_lines(report.records):
+            terminalreporter.write_line(line)
+    found = len(report.distinct_defects())
+    defects = f"; {plural(found, 'distinct defect')}" if found else ""
+    terminalreporter.write_line(report.summary_line() + defects)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -5,7 +5,12 @@ Decisions recorded here:
 - `schema` (the whole mlxcel OpenAPI spec fuzzed with schemathesis) is claimed only by `mlxcel`:
   on a peer, routes it never offered would surface as failures instead of unsupported families.
   Within it, refusing every request the spec calls invalid is a claim of its own
-  (`openapi_strict`, see checks/fuzzing.py): a server may accept more than a spec states.
+  (`openapi_strict`, see checks/fuzzing.py).
+- Leniency (accepting a request a spec calls invalid) is LENIENT everywhere, never a FAIL: the
+  error checks report it so too (checks/contract_edges.py, docs/conformance/verdicts.md); only
+  the reference promises to refuse what its own spec calls invalid (`openapi_strict`).
+- A peer's documented values are valid under its profile (`DOCUMENTED_VALUES`): the suite does
+  not send them as bad input there.
 - `mlx-lm` claims what `mlx_lm.server` serves: chat, completions, models, health, and the OpenAI
   SDK round trips; not tokenize, auth, responses, anthropic, llama-native or embeddings.
 - `mlx-lm-fields` (mlx-lm's documented chat fields) is claimed by `mlxcel` and `mlx-lm` only.
@@ -94,8 +99,15 @@ EXTENSIONS: tuple[str, ...] = (
     "load",
     "openapi",  # every operation of mlxcel's own API document, fuzzed (the `schema` family)
     # and every request that document calls invalid refused (4xx/5xx), not only survived:
-    # the reference's promise about its own spec; leniency breaks no public contract
+    # the reference's promise about its own spec (elsewhere leniency is LENIENT, not FAIL)
     "openapi_strict",
+    "field_limits",  # a 400 naming the field past OpenAI's documented field bounds
+    "durable_store",  # stored responses and conversations survive SIGKILL and a restart
+    "disconnect_cancel",  # a stored stream left by its client reads cancelled within 1 s
+    # limits only a hosted service's edge enforces (Anthropic's 413 above 32 MB), and the error
+    # body of routes and methods no public API defines: the reference's promises, not a contract
+    "edge_limits",
+    "route_errors",
 )
 ALL_EXTENSIONS = frozenset(EXTENSIONS)
 
@@ -142,6 +154,11 @@ class Profile:
         _validate_extensions([name])
         return name in self.extensions
 
+    def documented(self, case: str) -> str | None:
+        """Where this profile's server documents the request value ``case`` as valid (None:
+        it does not); a narrowed profile keeps its server's documents."""
+        return DOCUMENTED_VALUES.get(self.name.split(":", 1)[0], {}).get(case)
+
     def claims(self, family: str) -> bool:
         """Whether the target claims `family`; an unknown family name is a suite bug."""
         _validate([family])
@@ -186,6 +203,20 @@ PROFILES: dict[str, Profile] = {
             current_shapes=True,
         ),
     )
+}
+
+
+LLAMA_README = "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md"
+
+# Request values a peer documents as valid that a public API calls invalid: under the peer's
+# profile the suite does not send them as bad input (case name -> where the peer documents it).
+DOCUMENTED_VALUES: dict[str, dict[str, str]] = {
+    "llama-server": {
+        "max_tokens=-1": f"{LLAMA_README}, POST /completion n_predict: -1 is infinity (the "
+                         "OpenAI-compatible routes map max_tokens to it)",
+        "anthropic.max_tokens_missing": f"{LLAMA_README}, POST /v1/messages: max_tokens is "
+                                        "optional (default 4096)",
+    },
 }
 
 

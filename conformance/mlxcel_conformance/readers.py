@@ -28,6 +28,7 @@ import httpx
 
 from .checks import sources
 from .checks.anthropic_events import DELTA_FIELDS, AnthropicStream
+from .checks.contract_edges import judge_refusal
 from .checks.registry import check, fail
 from .checks.responses_events import TERMINAL_STATUS, ResponsesStream
 from .client import StreamResult, SuiteClient, json_body
@@ -56,10 +57,13 @@ def _route(path: str) -> str:
     return next((p for p in _SOURCES if path.endswith(p.removeprefix("/v1"))), CHAT_PATH)
 
 
-def _ok(path: str, response: httpx.Response | StreamResult) -> None:
-    """A valid request is answered 200; the FAIL cites the route's API reference."""
+def _ok(path: str, response: httpx.Response | StreamResult,
+        payload: dict[str, Any] | None = None) -> None:
+    """A valid request is answered 200; the FAIL cites the route's API reference. A clean
+    refusal of an optional field of ``payload`` is UNSUPPORTED (checks/contract_edges.py)."""
     status = response.status_code if isinstance(response, httpx.Response) else response.status
     if status != 200:
+        judge_refusal(path, payload, status, response.text)
         fail("http_status", f"expected HTTP 200, got {status}",
              source=f"{_SOURCES[_route(path)]}: a valid request is answered 200", status=status,
              body=response.text[:2000], defect=refusal(status, response.text))
@@ -71,7 +75,7 @@ def read_json(client: SuiteClient, payload: dict[str, Any], path: str = CHAT_PAT
               headers: dict[str, str] | None = None) -> dict[str, Any]:
     """A 200 JSON object from POST ``path`` (no shape checks)."""
     response = client.post(path, payload, **({"headers": headers} if headers else {}))
-    _ok(path, response)
+    _ok(path, response, payload)
     body = json_body(response)
     if not isinstance(body, dict):
         unreadable(path, "the answer is not a JSON object", body=body)
@@ -112,7 +116,7 @@ def read_stream(client: SuiteClient, payload: dict[str, Any],
     """A 200 stream of ``path`` (chat or completions) as its decoded chunks, ``[DONE]`` left
     out; framing, chunk identity and order are ``chat.stream.framing``'s business."""
     result = client.stream(path, {**payload, "stream": True})
-    _ok(path, result)
+    _ok(path, result, payload)
     return OpenAIStream(result, [p for p in _payloads(path, result) if isinstance(p, dict)])
 
 
@@ -137,7 +141,7 @@ def read_response_stream(client: SuiteClient, payload: dict[str, Any]) -> Respon
     response object of the terminal event; the event order is ``responses.stream.event_order``'s
     business."""
     result = client.stream(RESPONSES_PATH, {**payload, "stream": True})
-    _ok(RESPONSES_PATH, result)
+    _ok(RESPONSES_PATH, result, payload)
     events = [p for p in _payloads(RESPONSES_PATH, result) if isinstance(p, dict)]
     if not events:
         unreadable(RESPONSES_PATH, "the stream has no events")
@@ -168,7 +172,7 @@ def read_message_stream(client: SuiteClient, payload: dict[str, Any]) -> Anthrop
     block by its index with its deltas joined, message_delta's stop reason and usage; the
     event order is ``anthropic.stream.event_order``'s business."""
     result = client.stream(MESSAGES_PATH, {**payload, "stream": True})
-    _ok(MESSAGES_PATH, result)
+    _ok(MESSAGES_PATH, result, payload)
     events = [p for p in _payloads(MESSAGES_PATH, result) if isinstance(p, dict)]
     if not events:
         unreadable(MESSAGES_PATH, "the stream has no events")

@@ -118,6 +118,11 @@ def merge_records(first: Record, second: Record) -> Record:
     )
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 distinct defect``, ``2 distinct defects``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -293,7 +298,8 @@ class Report:
             lines.append(f"| {family} | " + " | ".join(str(row[v]) for v in verdicts) + " |")
         found = self.distinct_defects()
         if found:
-            lines += ["", f"FAILs come from [{len(found)} distinct defects](#distinct-defects), "
+            lines += ["", f"FAILs come from [{plural(len(found), 'distinct defect')}]"
+                      "(#distinct-defects), "
                       "listed after the matrix, each once with the features it fails."]
         for tier in TIERS:
             lines += _tier_section(tier, [r for r in self.records if r.tier == tier])

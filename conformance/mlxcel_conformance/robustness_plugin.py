@@ -44,16 +44,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--robustness", action="store_true", default=False,
                     help="run the robustness family: hostile requests (large bodies, "
                     "pathological sampler fields, request templates, stalled connections, "
-                    "bad input) while /health is probed; off by default")
-    group.addoption("--health-budget-ms", type=float, default=100.0,
-                    help="robustness: /health p99 latency allowed while hostile requests run")
-    group.addoption("--stall-bound", type=float, default=30.0,
-                    help="robustness: seconds a stalled connection may stay open")
-    group.addoption("--server-pid", type=int, default=None,
-                    help="robustness: process id of a --base-url server, to watch its memory")
-    group.addoption("--rss-tolerance", type=float, default=0.10,
+                    "bad input) while /health is probed (default: off)")
+    group.addoption("--health-budget-ms", type=float, default=100.0, metavar="MS",
+                    help="robustness: /health p99 latency allowed while hostile requests run "
+                    "(default: 100)")
+    group.addoption("--stall-bound", type=float, default=30.0, metavar="SECONDS",
+                    help="robustness: seconds a stalled connection may stay open (default: 30)")
+    group.addoption("--server-pid", type=int, default=None, metavar="PID",
+                    help="robustness: process id of a --base-url server, to watch its memory "
+                    "(default: the self-started server's)")
+    group.addoption("--rss-tolerance", type=float, default=0.10, metavar="FRACTION",
                     help="robustness: resident memory after the run may exceed its start by "
-                    "this fraction (and by 16 MiB in any case)")
+                    "this fraction, and by 16 MiB in any case (default: 0.10)")
 
 
 @dataclass

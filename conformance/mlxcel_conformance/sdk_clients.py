@@ -1,6 +1,7 @@
 """The official OpenAI SDK as the suite's round trips drive it: strict response validation on
-(FACTS.md, "The official SDKs"), so an answer missing a field the SDK's types require fails,
-except where today's SDK requires a key that the real service's own recorded answers lack.
+(openai-python's ``OpenAI(_strict_response_validation=True)``, src/openai/_client.py in
+https://github.com/openai/openai-python), so an answer missing a field the SDK's types require
+fails, except where today's SDK requires a key that the real service's own recorded answers lack.
 
 openai-python 3.x requires ``usage.input_tokens_details.cache_write_tokens`` on a Response, and
 no Response the real API sent in ``fixtures/real-streams/`` carries it: an answer that lacks only

@@ -34,6 +34,8 @@ class Target:
     self_started: bool = False
     log_path: Path | None = None
     pid: int | None = None  # the server's process, when this machine started it
+    # SIGKILL and the same command again (the self-started server): the new process id
+    restart: Callable[[], int] | None = None
 
     @property
     def auth_headers(self) -> dict[str, str]:
@@ -123,7 +125,17 @@ class ReferenceServer:
             log.close()
         self._wait_healthy()
         return Target(self.base_url, self.api_key, None, True, self.log_path,
-                      self.process.pid if self.process else None)
+                      self.process.pid if self.process else None, self.restart_hard)
+
+    def restart_hard(self) -> int:
+        """SIGKILL the server (nothing flushed, no shutdown hook) and start it again on the same
+        port; the new process id."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=10)
+        target = self.start()
+        assert target.pid is not None
+        return target.pid
 
     def _wait_healthy(self) -> None:
         assert self.process is not None

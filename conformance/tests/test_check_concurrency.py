@@ -35,7 +35,7 @@ CHUNK = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "
          "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
 SSE_BODY = f"data: {json.dumps(CHUNK)}\n\ndata: [DONE]\n\n".encode()
 BUSY_BODY = json.dumps({"error": {"message": "server busy", "type": "server_busy",
-                                  "param": None, "code": 503}}).encode()
+                                  "param": None, "code": None}}).encode()
 PAYLOAD = chat_payload(None, max_tokens=8, stream=True)
 
 # --- classification ---------------------------------------------------------------------------

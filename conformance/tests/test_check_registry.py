@@ -73,3 +73,15 @@ def test_reimported_definition_may_register_again() -> None:
     again = check("sse_framing", severity=spec.severity, description=spec.description)
     assert again(spec.func) is spec.func
     assert get_check("sse_framing").func is spec.func
+
+
+def test_an_inline_check_is_found_but_not_run_by_name() -> None:
+    spec = get_check("max_tokens_honoured")
+    assert spec.func is None and spec.source.startswith("OpenAI API reference")
+    with pytest.raises(SetupError, match="inline"):
+        run_check("max_tokens_honoured")
+
+
+def test_a_check_outside_the_checks_package_is_found_by_name() -> None:
+    assert get_check("json_body").func is not None
+    assert get_check("golden_transcript").tier.value == "contract"

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import mlxcel_conformance
 from mlxcel_conformance import cli
 
 
@@ -55,3 +56,32 @@ def test_help_pytest_is_pytests_full_help() -> None:
     assert done.returncode == 0, done.stderr
     assert "-k EXPRESSION" in done.stdout  # pytest's own
     assert "--base-url=URL" in done.stdout  # the plugin's options, in pytest's help too
+
+
+def test_help_lists_every_option_the_plugins_register(capsys: pytest.CaptureFixture[str]) -> None:
+    """pytest's own help shows what the plugins really registered (``mlxcel-conformance:``
+    group): the short help lists each of them, robustness options included."""
+    done = subprocess.run([sys.executable, "-m", "mlxcel_conformance", "--help-pytest"],
+                          capture_output=True, text=True, timeout=120)
+    group = done.stdout.split("\nmlxcel-conformance:\n", 1)[1].split("\n\n", 1)[0]
+    registered = {line.split()[0].split("=")[0].rstrip(",") for line in group.splitlines()
+                  if line.startswith("  --")}
+    assert {"--base-url", "--robustness", "--server-pid"} <= registered
+    out = _help(capsys, "--help")
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("  --")}
+    assert registered <= listed, registered - listed
+    assert "exit status:" in out and "  69  nothing answers at --base-url" in out
+
+
+def test_version_is_the_suites_own(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _help(capsys, "--version")
+    assert out.startswith(f"mlxcel-conformance {mlxcel_conformance.__version__} (pytest ")
+
+
+@pytest.mark.parametrize(("argv", "quiet"), [
+    ([], True), (["-k", "chat"], True), (["--report", "out"], True),
+    (["-v"], False), (["--tb=short"], False), (["-rA"], False)])
+def test_one_line_per_fail_unless_pytests_reporting_is_asked(argv: list[str],
+                                                             quiet: bool) -> None:
+    args = cli.pytest_args(argv)
+    assert ("--tb=no" in args) is quiet and ("-qq" in args) is quiet

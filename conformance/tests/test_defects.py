@@ -10,7 +10,8 @@ import pytest
 
 from mlxcel_conformance.checks.errors_checks import check_error_status
 from mlxcel_conformance.checks.registry import fail
-from mlxcel_conformance.defects import distinct, entry, normalize, refusal
+from mlxcel_conformance.checks.vision import check_image_not_a_server_error
+from mlxcel_conformance.defects import distinct, entry, fail_rows, normalize, refusal
 from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.goldens import check_golden
 from mlxcel_conformance.peers import pages
@@ -63,17 +64,43 @@ def _status(status: int, case: str | None = None) -> ConformanceFailure:
 def test_a_wrong_status_is_one_defect_whatever_bad_input_showed_it() -> None:
     report = Report(target="t", profile="p")
     for case in ("messages_empty", "role_unknown"):
-        _fail(report, "chat.errors.invalid_body", _status(200, case))
-    _fail(report, "chat.tools.choice_errors", _status(200, "named_undeclared"))
+        _fail(report, "chat.errors.invalid_body", _status(422, case))
+    _fail(report, "chat.tools.choice_errors", _status(422, "named_undeclared"))
     _fail(report, "chat.errors.malformed_json", _status(500))
-    (accepted, crashed) = report.distinct_defects()
-    assert accepted.features == [("chat", "chat.errors.invalid_body"),
-                                 ("chat", "chat.tools.choice_errors")]
-    assert "accepted a request the API rejects" in accepted.key
+    (framework, crashed) = report.distinct_defects()
+    assert framework.features == [("chat", "chat.errors.invalid_body"),
+                                  ("chat", "chat.tools.choice_errors")]
+    assert "HTTP 422" in framework.key
     assert crashed.features == [("chat", "chat.errors.malformed_json")]
-    # one cause on another route is another defect
+    # one cause on another route is the same defect, seen there too
     _fail(report, "responses.errors.malformed_json", _status(500), family="responses")
-    assert len(report.distinct_defects()) == 3
+    found = report.distinct_defects()
+    assert len(found) == 2 and found[1].families == ["chat", "responses"]
+    assert found[1].also_seen("chat", "chat.errors.malformed_json") == [
+        ("responses", "responses.errors.malformed_json")]
+    assert [where for _, where in fail_rows(report.to_dict()["records"])] == [
+        ("chat", "chat.errors.invalid_body"), ("chat", "chat.errors.malformed_json")]
+
+
+def test_accepting_invalid_input_is_no_defect() -> None:
+    with pytest.raises(pytest.skip.Exception, match="LENIENT"):
+        _status(200, "messages_empty")
+
+
+def test_one_property_in_two_forms_is_one_defect() -> None:
+    """The schema check of a feature and the contract view of a golden; a chat and a
+    completion body missing the same key; server-made ids left out."""
+    block = "/content_block: {{'type': 'tool_use', 'id': '{}', 'name': 'f'}} is not valid"
+    one = entry("schema_conformance", "POST /v1/messages event 3: "
+                + block.format("r7eZ4eZJWYIMEcRPHVRFjyTiTja"), {}, "anthropic")
+    two = entry("golden_transcript", "x", {
+        "defect": "golden: event 5: " + block.format("FAWa9ByqPG16j5NQ7IRNbJNsdfpimMhv")},
+        "anthropic")
+    assert one["key"] == two["key"]
+    chat = entry("chat_completion_body", LOGPROBS, {}, "chat")
+    completions = entry("completion_body", LOGPROBS, {}, "completions")
+    assert chat["key"] == completions["key"]
+    assert entry("error_status", "m", {}, "chat")["key"] != chat["key"]
 
 
 def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
@@ -95,16 +122,16 @@ def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
     assert info.value.evidence["defect"].split(":")[0] == "responses_event_order"
     _fail(report, "golden.responses.count_stream", info.value, family="responses")
     # a golden whose client error got the wrong status counts with the error features
-    _fail(report, "chat.errors.malformed_json", _status(500))
+    _fail(report, "chat.errors.malformed_json", _status(500, "malformed JSON"))
     status = {"status": 400, "content_type": "application/json", "body": {}}
     with pytest.raises(ConformanceFailure) as info:
         check_golden(status, {**status, "status": 500}, "shape", "chat/error_malformed_json")
     _fail(report, "golden.chat.error_malformed_json", info.value)
     found = {d.key.split(":")[0]: d.features for d in report.distinct_defects()}
     assert found == {
-        "[chat] error_status": [("chat", "chat.errors.malformed_json"),
+        "error_status": [("chat", "chat.errors.malformed_json"),
                                 ("chat", "golden.chat.error_malformed_json")],
-        "[responses] responses_event_order": [
+        "responses_event_order": [
             ("responses", "responses.stream.event_order"),
             ("responses", "golden.responses.count_stream")]}
 
@@ -167,3 +194,40 @@ def test_pages_count_and_list_each_defect_once(tmp_path: Path) -> None:
     assert f"[parity.chat.json](#{anchor('chat', 'parity.chat.json')})" in row
     html = (tmp_path / "llama-server.html").read_text()
     assert 'id="distinct-defects"' in html and "Distinct defects: 2" in html
+
+
+def test_a_body_that_is_not_json_is_one_defect_per_family() -> None:
+    """mlx-lm's /v1/models without a hub cache: an empty body, found by the check and the
+    golden alike."""
+    check = entry("json_body", "response body is not JSON: Expecting value: line 1 column 1",
+                  {}, "models")
+    golden = entry("golden_transcript", "x", {"defect": 'golden: body: expected JSON, got text ""'},
+                   "models")
+    chat = entry("json_body", "response body is not JSON: Expecting value", {}, "chat")
+    assert check["key"] == golden["key"] != chat["key"]
+    assert entry("c", "HTTP 400 for logprobs=1", {})["key"] == \
+        entry("c", "HTTP 400 for logprobs=5", {})["key"]
+
+
+def test_a_crash_is_one_defect_per_input_across_routes_and_goldens() -> None:
+    """llama-server's 500 on malformed JSON, met by four routes and their goldens, is one
+    defect; its 500 on an image part is another."""
+    crash = "error_status: HTTP 500 for a client error: the server crashed on input it should " \
+            "reject"
+    json_chat = entry("error_status", "HTTP 500 for a client error ... (malformed JSON)",
+                      {"defect": crash}, "chat")
+    json_golden = entry("golden_transcript", "golden ...", {
+        "defect": crash, "case": "anthropic/error_malformed_json"}, "anthropic")
+    image = entry("error_status", "HTTP 500 ... (image on a text-only model)",
+                  {"defect": crash}, "chat")
+    assert json_chat["key"] == json_golden["key"] != image["key"]
+    assert json_chat["key"].endswith("[input: malformed json]")
+
+
+def test_an_image_answered_500_is_one_defect_on_every_route() -> None:
+    keys = set()
+    for path in ("/v1/responses", "/v1/messages"):
+        with pytest.raises(ConformanceFailure) as info:
+            check_image_not_a_server_error(path, 500, {})
+        keys.add(entry(info.value.check, info.value.message, info.value.evidence, "x")["key"])
+    assert len(keys) == 1

@@ -57,7 +57,7 @@ def test_exact_mode_allows_float_noise_but_not_a_different_number() -> None:
     logprob = {"token": "a", "logprob": -9.296924591064453, "bytes": [97]}
     assert compare_exact(logprob, {**logprob, "logprob": -9.296923637390137}) == []
     assert compare_exact(logprob, {**logprob, "logprob": -9.29}) != []
-    # Near 0, the same token's logprob from MLX's float32 sums and from the NumPy path's.
+    # Near 0, the same token's logprob from float32 sums in two orders (two BLAS builds).
     near_zero = {**logprob, "logprob": -0.0025587081909179688}
     assert compare_exact(near_zero, {**logprob, "logprob": -0.0025785076431930065}) == []
     assert compare_exact(near_zero, {**logprob, "logprob": -0.0027}) != []

@@ -1,5 +1,6 @@
 """Render the configuration page: `mlxcel-server`'s settings from their declarations
-(`mlxcel.settings`), `mlxcel-conformance`'s options from the pytest plugin's `pytest_addoption`.
+(`mlxcel.settings`), `mlxcel-conformance`'s options as its `--help` lists them (the pytest
+plugins' `pytest_addoption`) and its exit statuses.
 
 The page is committed as `docs/configuration.md` (readable without building the site) and a
 test keeps it equal to what this renders; after changing a setting or a suite option, run
@@ -11,7 +12,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 PAGE = Path(__file__).resolve().parents[1] / "configuration.md"
 
@@ -20,25 +20,10 @@ def cell(text: str) -> str:
     return " ".join(str(text).replace("|", "\\|").split())
 
 
-class _OptionRecorder:
-    """Stands in for pytest's parser and option group: records `addoption` calls."""
-
-    def __init__(self) -> None:
-        self.options: list[tuple[tuple[str, ...], dict[str, Any]]] = []
-
-    def getgroup(self, *_args: Any, **_kwargs: Any) -> _OptionRecorder:
-        return self
-
-    def addoption(self, *names: str, **kwargs: Any) -> None:
-        self.options.append((names, kwargs))
-
-
 def suite_rows() -> Iterator[str]:
-    from mlxcel_conformance import plugin
+    from mlxcel_conformance.cli import suite_options
 
-    recorder = _OptionRecorder()
-    plugin.pytest_addoption(recorder)  # type: ignore[arg-type]
-    for names, kwargs in recorder.options:
+    for names, kwargs in suite_options():
         flags = ", ".join(f"`{name}`" for name in names)
         default = kwargs.get("default")
         default_cell = "" if default is None else f"`{default}`"
@@ -46,6 +31,13 @@ def suite_rows() -> Iterator[str]:
         if kwargs.get("choices"):
             description += " choices: " + ", ".join(f"`{c}`" for c in kwargs["choices"])
         yield f"| {flags} | {default_cell} | {cell(description)} |"
+
+
+def exit_rows() -> Iterator[str]:
+    from mlxcel_conformance.exit_codes import EXIT_STATUSES
+
+    for status, meaning in EXIT_STATUSES:
+        yield f"| {status} | {cell(meaning)} |"
 
 
 def render() -> str:
@@ -62,6 +54,10 @@ def render() -> str:
         "passed to pytest (`-k chat`, `-x`, `-q`).", "",
         "| option | default | description |", "|---|---|---|",
         *suite_rows(), "",
+        "Exit statuses (`mlxcel-conformance --help` lists them too); 64 and up mean the suite "
+        "stopped before its first check, with one `ERROR:` line saying why:", "",
+        "| status | meaning |", "|---:|---|",
+        *exit_rows(), "",
     ]
     return "\n".join(lines)
 

@@ -17,15 +17,20 @@ def _title(path: Path) -> str:
     return path.stem
 
 
+POLICY = "verdicts.md"
+
+
 def render(docs_dir: Path) -> dict[str, str]:
-    matrices = sorted((docs_dir / "conformance").glob("*.md"))
+    # verdicts.md is the policy the matrices follow, not a matrix
+    matrices = sorted(p for p in (docs_dir / "conformance").glob("*.md") if p.name != POLICY)
     plots = sorted((docs_dir / "benchmarks").glob("*.png"))
     benchmarks_page = docs_dir / "benchmarks.md"
     lines = [
         "# Results", "",
         "Conformance matrices and benchmark plots committed to this repository. Each matrix is "
         "a `mlxcel-conformance --report DIR` run (`conformance.md`) against one server; see "
-        "[Test your server](testing.md#reading-the-report) for how to read it.", "",
+        "[Test your server](testing.md#reading-the-report) for how to read it, and the "
+        "[verdict policy](conformance/verdicts.md) for what each verdict means.", "",
         "## Conformance matrices", "",
     ]
     if matrices:

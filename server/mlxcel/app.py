@@ -48,7 +48,8 @@ def mount_families() -> list[Family]:
 
 def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
     """Build the app; the engine (and the model load) starts with the app's lifespan."""
-    engine = engine or Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size))
+    engine = engine or Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size,
+                                           parallel=config.parallel))
     limits.install(config.limits)
 
     @asynccontextmanager
@@ -60,7 +61,12 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
             engine.start()
         try:
             yield
-        finally:  # also when a router's lifespan (an image or audio model's load) fails
+        except Exception as exc:
+            # a router's lifespan (an encoder, image or audio model's load) failed: kept for
+            # mlxcel-server's one-line report (cli.py), then raised on to uvicorn
+            app.state.startup_error = exc
+            raise
+        finally:
             trimmer.cancel()
             engine.stop()
 

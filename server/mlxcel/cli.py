@@ -6,32 +6,35 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping, Sequence
-
-import uvicorn
+from typing import TYPE_CHECKING
 
 from . import __version__
-from .app import create_app
-from .bundled import bundled_model_path
-from .chat.template import load_template_override
 from .chat.template_kwargs import parse_server_kwargs
 from .config import GenerationDefaults, ServerConfig
-from .engine.distributed import (
-    is_follower,
-    run_follower,
-    sharded_engine_config,
-    sharding_group,
-)
-from .engine.worker import Engine, EngineConfig
-from .http_server import guarded_protocol, raise_open_file_limit
 from .limits import RequestLimits
 from .media.policy import MediaPolicy, policy_from_settings
 from .memory import keep_freed_memory, limit_malloc_arenas
-from .observability import start_metrics_server
 from .settings.catalog import OPTIONS
 from .settings.derive import values
 from .settings.parser import build
+from .startup import (
+    StartupError,
+    TracebackFilter,
+    check_model_source,
+    exit_on,
+    listening_socket,
+    report,
+    require_module,
+)
+
+if TYPE_CHECKING:
+    from .engine.worker import Engine, EngineConfig
+
+# MLX, mlx-lm, uvicorn and the app are imported once the socket is bound (main below): a port
+# that cannot be bound is reported within a second, not after seconds of imports.
 
 
 def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
@@ -70,6 +73,9 @@ def _check_image_flags(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 
 def engine_config(args: argparse.Namespace, config: ServerConfig) -> EngineConfig:
+    from .engine.distributed import sharded_engine_config, sharding_group
+    from .engine.worker import EngineConfig
+
     engine = EngineConfig(
         model=config.model,
         ctx_size=config.ctx_size,
@@ -105,6 +111,9 @@ def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    from .bundled import bundled_model_path
+    from .chat.template import load_template_override
+
     try:
         template_kwargs = parse_server_kwargs(args.chat_template_kwargs)
     except ValueError as exc:
@@ -122,15 +131,42 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(**server)
 
 
-def _refuse_unservable_gguf(model: str) -> None:
-    """A GGUF file the server cannot serve stops it here with one line, before anything loads."""
-    from .engine.gguf import UnsupportedGGUF, check_gguf, is_gguf_path
+def _check_sources(args: argparse.Namespace) -> None:
+    """What can be known of the model flags without loading anything."""
+    for flag, value in (("--model", args.model), ("--draft-model", args.draft_model),
+                        ("--embedding-model", args.embedding_model),
+                        ("--rerank-model", args.rerank_model)):
+        check_model_source(flag, value)
+    if args.embedding_model or args.rerank_model:
+        flag = "--embedding-model" if args.embedding_model else "--rerank-model"
+        require_module("mlx_embeddings", flag, "embeddings")
+
+
+def _check_vision(model: str) -> None:
+    from .engine.vision import is_vision_checkpoint
+
+    if is_vision_checkpoint(model):
+        require_module("mlx_vlm", f"{model} (a vision-language checkpoint)", "vision")
+
+
+def _check_gguf(model: str) -> None:
+    """A GGUF file the server cannot serve stops it here, before anything loads
+    (``UnsupportedGGUF`` is a ``StartupError``)."""
+    from .engine.gguf import check_gguf, is_gguf_path
 
     if is_gguf_path(model):
-        try:
-            check_gguf(model)
-        except UnsupportedGGUF as exc:
-            raise SystemExit(f"mlxcel-server: cannot serve {exc}") from None
+        check_gguf(model)
+
+
+def _is_follower() -> bool:
+    """A rank other than 0 under mlx.launch: it serves no HTTP, so it binds no port. (MLX's
+    group alone, without importing mlx-lm as engine/distributed.py's is_follower does.)"""
+    import mlx.core as mx
+
+    if not mx.distributed.is_available():
+        return False
+    group = mx.distributed.init()
+    return group.size() > 1 and group.rank() != 0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -142,11 +178,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    config = config_from_args(args)
-    _refuse_unservable_gguf(config.model)
-    if is_follower():  # under mlx.launch, ranks other than 0 run their shard and no HTTP
+    try:
+        _check_sources(args)
+        sock = None if _is_follower() else listening_socket(args.host, args.port)
+        config = config_from_args(args)
+        _check_vision(config.model)
+        _check_gguf(config.model)
+    except StartupError as error:
+        exit_on(error)
+    if sock is None:
+        from .engine.distributed import run_follower
+
         run_follower(config.model)
         return
+    _serve(args, config, sock)
+
+
+def _serve(args: argparse.Namespace, config: ServerConfig, sock: socket.socket) -> None:
+    import uvicorn
+
+    from .app import create_app
+    from .engine.worker import Engine
+    from .http_server import guarded_protocol, raise_open_file_limit
+    from .observability import start_metrics_server
+
     engine = Engine(engine_config(args, config))
     app = create_app(config, engine)
     if config.metrics_port:
@@ -166,15 +221,32 @@ def main(argv: Sequence[str] | None = None) -> None:
         server.should_exit = True
 
     engine.on_fatal = _fatal
+    logging.getLogger("uvicorn.error").addFilter(TracebackFilter())
+    host, port = sock.getsockname()[:2]
+    # uvicorn names the address only for a socket it binds itself
+    logging.getLogger("mlxcel").info("bound to http://%s:%d",
+                                     f"[{host}]" if ":" in host else host, port)
     try:
-        server.run()
+        server.run(sockets=[sock])
     except SystemExit as failed:  # uvicorn's startup failure (e.g. an image model that fails)
         # The engine thread may still be inside MLX loading the text model; finalizing the
         # interpreter around it aborts the process ("terminate called ..."), so leave at once.
         engine.stop()
+        code = failed.code if isinstance(failed.code, int) else 1
+        error = getattr(app.state, "startup_error", None)
+        if isinstance(error, Exception):
+            code = report(error, prefix="" if isinstance(error, StartupError)
+                          else "startup failed: ")
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(failed.code if isinstance(failed.code, int) else 1)
-    if engine.state == "failed":
-        print(f"mlxcel-server: model failed to load: {engine.load_error}", file=sys.stderr)
-        sys.exit(1)
+        os._exit(code)
+    _report_load_failure(engine)
+
+
+def _report_load_failure(engine: Engine) -> None:
+    if engine.state != "failed":
+        return
+    error = engine.load_exception
+    if isinstance(error, StartupError):
+        exit_on(error)
+    exit_on(error or RuntimeError(engine.load_error), prefix="model failed to load: ")

@@ -61,7 +61,8 @@ class ServerConfig:
     chat_template: str | None = None
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     prefill_assistant: bool = _s("prefill_assistant")
-    # Responses API stores (0 entries disables the store).
+    # Responses API stores (0 entries disables the store); None: the user's data directory.
+    store_path: str | None = _s("store_path")
     responses_store_max_entries: int = _s("responses_store_max_entries")
     responses_store_ttl_secs: int = _s("responses_store_ttl_secs")
     conversation_store_max_entries: int = _s("conversation_store_max_entries")
@@ -86,5 +87,5 @@ class ServerConfig:
     timeout_header_s: float = _s("timeout_header_s")
     timeout_read_s: float = _s("timeout_read_s")
     timeout_keep_alive_s: float = _s("timeout_keep_alive_s")
-    # Bytes all stored responses may hold together (oldest evicted first).
+    # Bytes the Responses store may hold, as stored (least recently used evicted first).
     responses_store_max_bytes: int = _s("responses_store_max_bytes")

@@ -15,7 +15,7 @@ from .engine.gguf.export import export_mlx_lm
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="mlxcel-convert",
-        description="Write a GGUF file (llama, qwen2, qwen3) as an mlx-lm model directory: "
+        description="Write a GGUF file (llama, qwen2, qwen3, gemma) as an mlx-lm model directory: "
         "config.json, model.safetensors, tokenizer.json, tokenizer_config.json.")
     parser.add_argument("gguf", help="the GGUF file")
     parser.add_argument("out_dir", help="the directory to write (new or empty)")

@@ -28,6 +28,29 @@ def llama_cpp_permute(weight: np.ndarray, heads: int) -> np.ndarray:
             .swapaxes(1, 2).reshape(weight.shape))
 
 
+def random_fixture(directory: Path, model_type: str) -> Path:
+    """An mlx-lm ``model_type`` model (qwen2: attention biases, no q/k norms; gemma: norms that
+    add one) with qwen3-tiny's sizes and tokenizer and seeded random weights: the repository
+    commits no text fixture of these."""
+    import importlib
+    import shutil
+
+    from mlx.utils import tree_flatten
+
+    module = importlib.import_module(f"mlx_lm.models.{model_type}")
+    config = json.loads((QWEN3 / "config.json").read_text(encoding="utf-8"))
+    config.update(model_type=model_type)
+    mx.random.seed(20261206)
+    model = module.Model(module.ModelArgs.from_dict(config))
+    weights = dict(tree_flatten(model.parameters()))
+    directory.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(directory / "model.safetensors"), weights)
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(QWEN3 / name, directory / name)
+    return directory
+
+
 def fixture_weights(model_dir: Path) -> dict[str, np.ndarray]:
     loaded = mx.load(str(model_dir / "model.safetensors"))
     assert isinstance(loaded, dict)
@@ -95,6 +118,8 @@ def write_fixture_gguf(model_dir: Path, out: Path, *, arch: str = "llama",
             array = llama_cpp_permute(array, config["num_attention_heads"])
         elif arch == "llama" and ".k_proj." in hf_name:
             array = llama_cpp_permute(array, config["num_key_value_heads"])
+        if arch == "gemma" and hf_name.endswith("norm.weight"):
+            array = array + 1  # as llama.cpp's Gemma converter stores them
         data = array if qtype == F32 else gguf.quants.quantize(array, qtype)
         writer.add_tensor(name, data, raw_dtype=None if qtype == F32 else qtype)
     for name, array in (extra or {}).items():

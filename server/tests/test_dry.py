@@ -9,6 +9,7 @@ import mlx.core as mx
 import pytest
 
 from mlxcel.config import GenerationDefaults
+from mlxcel.engine import dry
 from mlxcel.engine.dry import (
     DryConfig,
     DryPenalty,
@@ -93,6 +94,22 @@ def test_matches_the_definition_on_random_contexts() -> None:
     for _ in range(300):
         history = [rng.randrange(4) for _ in range(rng.randrange(2, 40))]
         breakers = {b for b in range(4) if rng.random() < 0.2}
+        allowed = rng.randrange(1, 4)
+        assert lengths(history, allowed, tuple(breakers)) == naive_lengths(
+            history, allowed, breakers), (history, breakers, allowed)
+
+
+def test_long_repeats_match_the_definition_with_a_small_block(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long runs (a looping reply) extend in doubling blocks, bounded by ``MATCH_BLOCK``
+    elements at once; both must leave the lengths as the definition gives them."""
+    monkeypatch.setattr(dry, "MATCH_BLOCK", 7)
+    rng = random.Random(11)
+    for _ in range(40):
+        period = rng.randrange(1, 6)
+        history = [rng.randrange(3) for _ in range(period)] * rng.randrange(20, 60)
+        history += [rng.randrange(3) for _ in range(rng.randrange(0, 4))]
+        breakers = {b for b in range(3) if rng.random() < 0.15}
         allowed = rng.randrange(1, 4)
         assert lengths(history, allowed, tuple(breakers)) == naive_lengths(
             history, allowed, breakers), (history, breakers, allowed)

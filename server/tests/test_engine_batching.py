@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from mlxcel.engine.numpy_decode.laned import LanedBatch
 from mlxcel.engine.worker import Engine, EngineConfig
 from mlxcel.generation import Finished, GenerationRequest, SamplingParams, TokenDelta
 from mlxcel.observability import engine_registry, render
@@ -19,40 +18,14 @@ MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3
 HOT = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=11)
 
 
-BATCHES = {
-    "numpy-decode": {},
-    "numpy-lanes": {"decode_lanes": 2, "decode_lanes_from": 0},
-    "mlx-batch": {"numpy_decode": False},
-}
-
-
 @pytest.fixture(scope="module")
-def engines() -> Iterator[dict[str, Engine]]:
-    """One engine per batch, started once for the module: mlx-lm's ``BatchGenerator``
-    (``--no-numpy-decode``, and every model on Metal), the NumPy decode path (the default on
-    MLX's CPU backend), and that path over two decode lanes (``--decode-lanes 2``), every
-    sequence in a lane of its own process (``--decode-lanes-from 0``)."""
-    started: dict[str, Engine] = {}
-    for name, options in BATCHES.items():
-        eng = started[name] = Engine(EngineConfig(model=MODEL, parallel=4,
-                                                  **options))  # type: ignore[arg-type]
-        eng.start()
-        assert eng.wait_ready(60), eng.load_error
-    assert isinstance(started["numpy-lanes"]._batch, LanedBatch)
-    yield started
-    for eng in started.values():
-        eng.stop()
-
-
-@pytest.fixture(params=list(BATCHES))
-def engine(request: pytest.FixtureRequest, engines: dict[str, Engine]) -> Engine:
-    return engines[request.param]
-
-
-@pytest.fixture
-def mlx_engine(engines: dict[str, Engine]) -> Engine:
-    """mlx-lm's batch, beside which a lone request decodes on the single-sequence lane."""
-    return engines["mlx-batch"]
+def engine() -> Iterator[Engine]:
+    """One engine over mlx-lm's ``BatchGenerator``, started once for the module."""
+    eng = Engine(EngineConfig(model=MODEL, parallel=4))
+    eng.start()
+    assert eng.wait_ready(60), eng.load_error
+    yield eng
+    eng.stop()
 
 
 def _request(engine: Engine, **fields: Any) -> GenerationRequest:
@@ -103,6 +76,23 @@ def test_a_failing_processor_fails_only_its_request(engine: Engine) -> None:
     assert ok.reason == "length" and ok.completion_tokens == 24 and text
 
 
+def test_a_processor_returning_another_shape_fails_only_its_request(engine: Engine) -> None:
+    """Nothing evaluates a processor's result early; one of the wrong shape is refused by the
+    guard before the batch stacks the rows, so the others decode on."""
+    def factory() -> Any:
+        return lambda tokens, logits: logits[0]  # (vocab,) for (1, vocab)
+
+    bad = _request(engine, logits_processor_factories=(factory,), ignore_eos=True)
+    good = _request(engine, sampling=SamplingParams(temperature=0.0), ignore_eos=True)
+
+    async def scenario() -> list[tuple[str, Finished]]:
+        return await asyncio.gather(_run(engine, bad), _run(engine, good))
+
+    (_, failed), (text, ok) = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert failed.reason == "error" and failed.error == "TypeError"
+    assert ok.reason == "length" and ok.completion_tokens == 24 and text
+
+
 def test_cancel_frees_the_slot_and_is_not_counted(engine: Engine) -> None:
     before = engine.metrics.requests_total
 
@@ -116,7 +106,7 @@ def test_cancel_frees_the_slot_and_is_not_counted(engine: Engine) -> None:
 
     finished = asyncio.run(asyncio.wait_for(scenario(), 30))
     # Cancelled at the first token the loop saw; the engine decodes on until it reads the flag
-    # (the NumPy path at ~0.5 ms a token, so a descheduled event loop can cost a few dozen).
+    # (a few ms a token here, so a descheduled event loop can cost a few dozen).
     assert finished.reason == "cancelled" and finished.completion_tokens < 200
     assert engine.active_sequences == 0
     assert engine.metrics.requests_total == before
@@ -145,10 +135,9 @@ def test_metrics_count_finished_requests_exactly(engine: Engine) -> None:
 @pytest.mark.parametrize("sampling", [SamplingParams(temperature=0.0), HOT],
                          ids=["greedy", "seeded"])
 def test_a_solo_sequence_moves_into_the_batch_without_changing_its_text(
-        mlx_engine: Engine, sampling: SamplingParams) -> None:
+        engine: Engine, sampling: SamplingParams) -> None:
     """The first request decodes alone; a second arriving mid-way takes it into the batch
     (one forward pass per step), and its text is the text it produces alone."""
-    engine = mlx_engine
     first = _request(engine, sampling=sampling, max_tokens=40, ignore_eos=True)
     second = _request(engine, sampling=SamplingParams(temperature=1.0, seed=5), max_tokens=20,
                       ignore_eos=True)
@@ -177,10 +166,9 @@ def test_a_solo_sequence_moves_into_the_batch_without_changing_its_text(
     assert moved == alone
 
 
-def test_a_burst_into_an_idle_engine_starts_together_in_the_batch(mlx_engine: Engine) -> None:
+def test_a_burst_into_an_idle_engine_starts_together_in_the_batch(engine: Engine) -> None:
     """Requests arriving a millisecond apart at an idle engine all start in the batch: none
     begins alone on the single-sequence lane to be moved into the batch a step later."""
-    engine = mlx_engine
     burst = [_request(engine, max_tokens=6, ignore_eos=True) for _ in range(3)]
 
     async def scenario() -> list[tuple[str, Finished]]:
@@ -194,3 +182,50 @@ def test_a_burst_into_an_idle_engine_starts_together_in_the_batch(mlx_engine: En
     results = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert [finished.completion_tokens for _, finished in results] == [6, 6, 6]
     assert engine.solo_moves == moves
+
+
+def test_logprobs_rendered_for_the_batch_are_the_request_s_own(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three greedy requests in one batch, each asking for logprobs (one post-sampling): the
+    step renders them together, and each gets its own token's and its own top list, as it
+    gets them decoding alone."""
+    assert engine._logprobs is not None
+    render_batch = engine._logprobs.render_batch
+    widths: list[int] = []
+
+    def counted(rows: list[Any], *args: Any) -> Any:
+        widths.append(len(rows))
+        return render_batch(rows, *args)
+
+    monkeypatch.setattr(engine._logprobs, "render_batch", counted)
+    greedy = SamplingParams(temperature=0.0)
+    plain = _request(engine, sampling=greedy, max_tokens=6, ignore_eos=True, logprobs=True,
+                     top_logprobs=3)
+    fewer = _request(engine, sampling=greedy, max_tokens=6, ignore_eos=True, logprobs=True,
+                     top_logprobs=1)
+    post = _request(engine, sampling=greedy, max_tokens=6, ignore_eos=True, logprobs=True,
+                    top_logprobs=2, post_sampling_probs=True)
+
+    async def collect(request: GenerationRequest) -> list[Any]:
+        handle = engine.submit(request)
+        out: list[Any] = []
+        async for event in handle.events():
+            if isinstance(event, TokenDelta):
+                out.extend(event.logprobs)
+        return out
+
+    async def scenario() -> tuple[list[Any], list[list[Any]]]:
+        alone = await collect(plain)
+        together = await asyncio.gather(*(collect(r) for r in (plain, fewer, post)))
+        return alone, list(together)
+
+    alone, (batched, short, sampled) = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert len(alone) == len(batched) == len(short) == len(sampled) == 6
+    for solo, mine, one, post_row in zip(alone, batched, short, sampled, strict=True):
+        assert mine.token_id == solo.token_id == one.token_id == post_row.token_id
+        assert [t.token_id for t in mine.top] == [t.token_id for t in solo.top]
+        assert mine.logprob == pytest.approx(solo.logprob, abs=1e-4)
+        assert [t.token_id for t in one.top] == [mine.top[0].token_id]
+        # Greedy post-sampling: the drawn token is certain, every other impossible.
+        assert post_row.logprob == 0.0 and [t.logprob for t in post_row.top] == [0.0, -9999.0]
+    assert max(widths) == 3  # one rendering for the three rows of a step

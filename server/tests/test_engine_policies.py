@@ -73,42 +73,32 @@ def test_full_queue_is_server_busy_and_cancelled_entries_leave() -> None:
         loop.close()
 
 
-def _settle_during_trickle(queue: PrefillQueue, loop: asyncio.AbstractEventLoop, quiet: float,
-                           cap: float) -> float:
-    """Seconds ``queue.settle(quiet, cap)`` waits while a request arrives every 20 ms for
-    0.6 s (30 requests)."""
-
-    def trickle() -> None:
-        for _ in range(30):
-            queue.push(_handle("normal", loop))
-            time.sleep(0.02)
-
-    pusher = threading.Thread(target=trickle)
-    started = time.monotonic()
-    pusher.start()
-    queue.settle(quiet, cap)
-    waited = time.monotonic() - started
-    pusher.join()
-    return waited
-
-
-def test_settle_waits_for_a_burst_to_stop_arriving() -> None:
-    """``settle`` returns once nothing has arrived for ``quiet`` seconds, keeps waiting while
-    requests keep coming, and never waits past ``cap``."""
+def test_waiting_snapshot_take_and_wait_for_arrival() -> None:
+    """What the engine's planner reads (the queue in order, with arrival times), how it takes
+    a planned request out, and the wait an idle engine uses to let a burst finish arriving:
+    it returns at the next push, queued requests or not, and otherwise after its timeout."""
     loop = asyncio.new_event_loop()
     try:
-        queue = PrefillQueue(64)
+        queue = PrefillQueue(8)
+        low, high = _handle("low", loop), _handle("high", loop)
+        queue.push_all([low, high])
+        waiting = queue.waiting()
+        assert [item.handle for item in waiting] == [high, low]
+        assert 0 <= time.monotonic() - waiting[0].arrived < 5.0
+        assert queue.take(low) and not queue.take(low)
+        assert list(queue.snapshot()) == [high]
+
         started = time.monotonic()
-        queue.settle(0.05, 5.0)
-        quiet = time.monotonic() - started
-        assert 0.04 <= quiet < 1.0
+        queue.wait_for_arrival(0.05)
+        assert 0.04 <= time.monotonic() - started < 1.0
 
-        waited = _settle_during_trickle(queue, loop, 0.25, 5.0)
-        assert waited >= 0.6, "settle returned while requests were still arriving"
-        assert len(queue) == 30
-
-        capped = _settle_during_trickle(queue, loop, 0.25, 0.15)
-        assert capped < 0.5, "settle waited past its cap"
+        pusher = threading.Timer(0.05, lambda: queue.push(_handle("normal", loop)))
+        started = time.monotonic()
+        pusher.start()
+        queue.wait_for_arrival(5.0)
+        pusher.join()
+        assert time.monotonic() - started < 2.0, "the wait outlived the arrival"
+        assert len(queue) == 2
     finally:
         loop.close()
 

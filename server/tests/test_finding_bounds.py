@@ -21,9 +21,10 @@ from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
 from mlxcel.families.llama import models as native
+from mlxcel.families.responses.response_store import StoredResponse
+from mlxcel.families.responses.store_service import make_stores
 from mlxcel.limits import RequestLimits
 from mlxcel.observability import start_metrics_server
-from mlxcel.responses_store import StoredResponse, TTLStore, approx_bytes
 from mlxcel_conformance.target import free_port
 
 
@@ -127,14 +128,14 @@ def test_a_batch_that_fits_is_served_whole(client: TestClient) -> None:
 # -- 6: stored responses bounded by bytes ---------------------------------------------------
 
 def test_the_store_evicts_by_bytes() -> None:
-    store: TTLStore[StoredResponse] = TTLStore(100, 60, max_bytes=250_000)
+    stores = make_stores(100, 60, 100, 60, max_bytes=250_000)
+    store = stores.responses
     for key in ("a", "b", "c"):
         store.put(key, StoredResponse({"id": key}, [{"role": "user", "content": "x" * 100_000}]))
     assert store.get("a") is None and store.get("b") and store.get("c")
-    assert store.bytes_held <= 250_000
+    assert stores.db.bytes_held <= 250_000
     store.put("huge", StoredResponse({"id": "huge", "text": "y" * 300_000}))
     assert store.get("huge") is None  # larger than the whole store: kept nowhere
-    assert approx_bytes({"a": ["xy", 1]}) == 16 + 1 + 16 + 2 + 8
 
 
 def test_responses_store_holds_at_most_its_bytes(client: TestClient) -> None:
@@ -145,8 +146,8 @@ def test_responses_store_holds_at_most_its_bytes(client: TestClient) -> None:
         response = client.post("/v1/responses", json={"input": text, "max_output_tokens": 2})
         assert response.status_code == 200, response.text
         ids.append(response.json()["id"])
-    stores = client.app.state.mlxcel.services.stores  # type: ignore[attr-defined]
-    assert 0 < stores.responses.bytes_held <= 40_000
+    stores = client.app.state.mlxcel.services.parts["responses"]  # type: ignore[attr-defined]
+    assert 0 < stores.db.bytes_held <= 40_000
     assert client.get(f"/v1/responses/{ids[0]}").status_code == 404
     assert client.get(f"/v1/responses/{ids[-1]}").status_code == 200
 

@@ -19,7 +19,7 @@ from mlxcel.engine.gguf import load_gguf
 from mlxcel.engine.gguf.requantize import mlx_bits, requantize
 from mlxcel.engine.gguf.tensor_names import undo_rope_permutation
 
-from .synthetic_gguf import LLAMA, QWEN3, llama_cpp_permute, write_fixture_gguf
+from .synthetic_gguf import LLAMA, QWEN3, llama_cpp_permute, random_fixture, write_fixture_gguf
 
 T = gguf.GGMLQuantizationType
 TEXT = "Hello there, how are you? 12345 tabs\tand  spaces\n"
@@ -49,6 +49,24 @@ def test_float_gguf_is_the_fixture_model(tmp_path: Path, model_dir: Path, arch: 
     assert config["model_type"] == arch and config["tie_word_embeddings"] is True
     assert "lm_head" not in dict(tree_flatten(model.parameters()))
     np.testing.assert_allclose(_logits(model, ids), _logits(reference, ids), atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "gemma"])
+def test_random_qwen2_and_gemma(tmp_path: Path, arch: str) -> None:
+    """qwen2's attention biases; gemma's norms, which llama.cpp stores plus one."""
+    model_dir = random_fixture(tmp_path / f"{arch}-tiny", arch)
+    held = write_fixture_gguf(model_dir, tmp_path / "m.gguf", arch=arch)
+    model, tokenizer, config = load_gguf(str(tmp_path / "m.gguf"))
+    assert config["model_type"] == arch
+    assert ("blk.0.attn_q.bias" in gguf_tensor_names(tmp_path / "m.gguf")) == (arch == "qwen2")
+    reference, ref_tokenizer = _reference(model_dir, held)
+    ids = ref_tokenizer.encode(TEXT)
+    assert tokenizer.encode(TEXT) == ids
+    np.testing.assert_allclose(_logits(model, ids), _logits(reference, ids), atol=1e-5)
+
+
+def gguf_tensor_names(path: Path) -> set[str]:
+    return {tensor.name for tensor in gguf.GGUFReader(str(path)).tensors}
 
 
 @pytest.mark.parametrize(("qtype", "bits"), [(T.Q8_0, 8), (T.Q4_0, 4)])
@@ -141,3 +159,32 @@ def test_tokenizer_follows_the_file(tmp_path: Path, add_bos: bool) -> None:
             == fixture.apply_chat_template(messages, add_generation_prompt=True))
     assert tokenizer.eos_token_ids == fixture.eos_token_ids
     assert config["eos_token_id"] == sorted(fixture.eos_token_ids)
+
+
+def test_llama3_rope_scaling_from_rope_freqs(tmp_path: Path) -> None:
+    """llama.cpp writes Llama 3.1's rope scaling as a ``rope_freqs`` tensor; the loader serves
+    it as mlx-lm's ``llama3`` rope (factor 32 here, so the long wavelengths move)."""
+    from mlxcel.engine.gguf.rope_scaling import LLAMA3_PARAMETERS, llama3_factors
+
+    scaling = {"rope_type": "llama3", "factor": 32.0, **LLAMA3_PARAMETERS}
+    factors = llama3_factors(16, 10000.0, 32.0, **LLAMA3_PARAMETERS).astype(np.float32)
+    assert 1.0 < factors[-2] < 32.0 == factors[-1]  # a blended one and a scaled one
+    held = write_fixture_gguf(LLAMA, tmp_path / "m.gguf", extra={"rope_freqs.weight": factors})
+    model, _, config = load_gguf(str(tmp_path / "m.gguf"))
+    assert config["rope_scaling"] == scaling
+    scaled, tokenizer = load(str(LLAMA), model_config={"rope_scaling": scaling})  # type: ignore[misc]
+    names = dict(tree_flatten(scaled.parameters()))
+    scaled.load_weights([(k, mx.array(v)) for k, v in held.items() if k in names])
+    plain, _ = _reference(LLAMA, held)
+    ids = tokenizer.encode(TEXT * 4)
+    np.testing.assert_allclose(_logits(model, ids), _logits(scaled, ids), atol=1e-5)
+    assert not np.allclose(_logits(model, ids), _logits(plain, ids), atol=1e-3)
+
+
+def test_rope_freqs_that_are_not_llama3s_are_refused(tmp_path: Path) -> None:
+    from mlxcel.engine.gguf import UnsupportedGGUF
+
+    odd = np.linspace(1, 3, 8).astype(np.float32)
+    write_fixture_gguf(LLAMA, tmp_path / "m.gguf", extra={"rope_freqs.weight": odd})
+    with pytest.raises(UnsupportedGGUF, match="is not Llama 3's rope scaling"):
+        load_gguf(str(tmp_path / "m.gguf"))

@@ -21,15 +21,15 @@ from mlxcel.settings.option import SettingError, env_bool
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Every flag of mlxcel-server before the settings model, with its dest: none may disappear.
+# Every flag of mlxcel-server before the settings model, with its dest: none may disappear
+# (but those of the retired NumPy decode path: RETIRED below).
 FLAGS = {
     "-m": "model", "--model": "model", "--host": "host", "--port": "port",
     "--api-key": "api_key", "-c": "ctx_size", "--ctx-size": "ctx_size", "-a": "alias",
     "--alias": "alias", "-n": "n_predict", "--n-predict": "n_predict", "--temp": "temp",
     "--top-k": "top_k", "--top-p": "top_p", "--min-p": "min_p", "--seed": "seed",
     "--repeat-penalty": "repeat_penalty", "--repeat-last-n": "repeat_last_n",
-    "--numpy-decode": "numpy_decode", "--stream-interval-ms": "stream_interval_ms",
-    "-t": "threads", "--threads": "threads", "--decode-lanes": "decode_lanes",
+    "--stream-interval-ms": "stream_interval_ms",
     "--frequency-penalty": "frequency_penalty", "--presence-penalty": "presence_penalty",
     "--dry-multiplier": "dry_multiplier", "--dry-base": "dry_base",
     "--dry-allowed-length": "dry_allowed_length", "--dry-penalty-last-n": "dry_penalty_last_n",
@@ -38,8 +38,7 @@ FLAGS = {
     "--prefill-step-size": "prefill_step_size", "--no-cache-prompt": "cache_prompt",
     "--cache-bytes": "cache_bytes", "--cache-entries": "cache_entries",
     "--cache-ttl": "cache_ttl", "--metrics": "metrics", "--metrics-port": "metrics_port",
-    "--slots": "slots", "--no-slots": "slots", "--no-cpu-kernels": "cpu_kernels",
-    "--no-numpy-decode": "numpy_decode",
+    "--slots": "slots", "--no-slots": "slots",
     "--media-path": "media_path", "--media-max-bytes": "media_max_bytes",
     "--media-max-pixels": "media_max_pixels", "--media-decode-timeout": "media_decode_timeout",
     "--media-fetch-timeout": "media_fetch_timeout", "--video-max-frames": "video_max_frames",
@@ -66,6 +65,7 @@ FLAGS = {
     "--timeout-read": "timeout_read", "--timeout-keep-alive": "timeout_keep_alive",
     "--allowed-origins": "allowed_origins", "--allowed-hosts": "allowed_hosts",
     "--responses-store-max-bytes": "responses_store_max_bytes",
+    "--store-bytes": "responses_store_max_bytes", "--store-path": "store_path",
     "--adapter-dir": "adapter_dir", "--log-level": "log_level",
     "--max-logit-bias": "max_logit_bias", "--max-logprob-entries": "max_logprob_entries",
 }
@@ -80,16 +80,11 @@ ENV = [
     ("LLAMA_ARG_ALIAS", "name", "alias", "name"),
     ("LLAMA_ARG_N_PREDICT", "77", "n_predict", 77),
     ("LLAMA_ARG_N_PARALLEL", "2", "parallel", 2),
-    ("MLXCEL_NUMPY_DECODE", "0", "numpy_decode", False),
     ("MLXCEL_STREAM_INTERVAL_MS", "0", "stream_interval_ms", 0.0),
-    ("MLXCEL_NUMPY_THREADS", "1", "threads", 1),
-    ("LLAMA_ARG_THREADS", "2", "threads", 2),
-    ("MLXCEL_DECODE_LANES", "2", "decode_lanes", 2),
     ("MLXCEL_MAX_QUEUE", "9", "max_queue", 9),
     ("LLAMA_ARG_NO_CACHE_PROMPT", "1", "cache_prompt", False),
     ("LLAMA_ARG_ENDPOINT_METRICS", "true", "metrics", True),
     ("LLAMA_ARG_ENDPOINT_SLOTS", "off", "slots", False),
-    ("MLXCEL_CPU_KERNELS", "0", "cpu_kernels", False),
     ("MLXCEL_MEDIA_PATH", "/a,/b", "media_path", ["/a", "/b"]),
     ("LLAMA_ARG_SPEC_DRAFT_MODEL", "d1", "draft_model", "d1"),
     ("LLAMA_ARG_MODEL_DRAFT", "d2", "draft_model", "d2"),
@@ -103,6 +98,8 @@ ENV = [
     ("LLAMA_ARG_RESPONSES_STORE_TTL_SECS", "4", "responses_store_ttl_secs", 4),
     ("LLAMA_ARG_CONVERSATION_STORE_MAX_ENTRIES", "5", "conversation_store_max_entries", 5),
     ("LLAMA_ARG_CONVERSATION_STORE_TTL_SECS", "6", "conversation_store_ttl_secs", 6),
+    ("MLXCEL_STORE_PATH", ":memory:", "store_path", ":memory:"),
+    ("MLXCEL_STORE_BYTES", "1000", "responses_store_max_bytes", 1000),
     ("MLXCEL_EMBEDDING_MODEL", "e", "embedding_model", "e"),
     ("MLXCEL_RERANK_MODEL", "r", "rerank_model", "r"),
     ("LLAMA_ARG_POOLING", "cls", "pooling", "cls"),
@@ -192,7 +189,7 @@ def test_an_unreadable_variable_is_a_usage_error(capsys: pytest.CaptureFixture[s
     with pytest.raises(SettingError):
         env_bool("X", "maybe")
     for env in ({"LLAMA_ARG_ENDPOINT_METRICS": "maybe"}, {"LLAMA_ARG_PORT": "eighty"},
-                {"LLAMA_ARG_POOLING": "max"}, {"MLXCEL_NUMPY_THREADS": "two"}):
+                {"LLAMA_ARG_POOLING": "max"}, {"MLXCEL_MAX_QUEUE": "two"}):
         with pytest.raises(SystemExit) as info:
             build_parser(environ=env).parse_args([])
         assert info.value.code == 2
@@ -202,6 +199,15 @@ def test_an_unreadable_variable_is_a_usage_error(capsys: pytest.CaptureFixture[s
 def test_config_defaults_are_the_declared_defaults() -> None:
     args = build_parser(environ={}).parse_args(["--model", "m"])
     assert config_from_args(args) == ServerConfig(model="m")
+
+
+def test_an_engine_built_without_arguments_is_the_shipped_engine() -> None:
+    """Tests and embedders that build ``EngineConfig(model=...)`` get what mlxcel-server runs
+    (4 slots, streams paced at 4 ms), not defaults of their own."""
+    args = build_parser(environ={}).parse_args(["--model", "m"])
+    shipped = engine_config(args, config_from_args(args))
+    assert shipped == EngineConfig(model="m")
+    assert (shipped.parallel, shipped.stream_interval_ms) == (4, 4.0)
 
 
 def test_every_config_field_has_its_setting() -> None:
@@ -219,15 +225,23 @@ def test_every_config_field_has_its_setting() -> None:
 def test_values_reach_the_engine_clamped() -> None:
     args = build_parser(environ={}).parse_args(
         ["--model", "m", "-np", "0", "--cache-ttl", "5", "--no-cache-prompt",
-         "--spec-type", "prompt-lookup", "--media-max-bytes", "0", "--video-max-frames", "1",
-         "-t", "-1", "--decode-lanes", "-3"])
+         "--spec-type", "prompt-lookup", "--media-max-bytes", "0", "--video-max-frames", "1"])
     config = config_from_args(args)
     engine = engine_config(args, config)
     assert (engine.parallel, config.parallel) == (1, 1)
     assert engine.cache_ttl_s == 5.0 and not engine.cache_prompt and engine.prompt_lookup
     assert engine.media.max_bytes == 1 and engine.media.video_max_frames == 2
-    assert engine.numpy_threads == 0  # llama-server's -t -1: the default choice
-    assert engine.decode_lanes == 0  # the automatic choice
+
+
+# The NumPy decode path's settings, gone with the path (issue 38): a usage error, not a no-op.
+RETIRED = ["--numpy-decode", "--no-numpy-decode", "--decode-lanes", "--decode-lanes-from",
+           "-t", "--threads", "--no-cpu-kernels"]
+
+
+@pytest.mark.parametrize("flag", RETIRED)
+def test_the_numpy_decode_flags_are_refused(flag: str) -> None:
+    with pytest.raises(SystemExit):
+        build_parser(environ={}).parse_args(["--model", "m", flag, "1"])
 
 
 def test_every_setting_is_declared_once() -> None:
@@ -249,18 +263,36 @@ def test_configuration_page_is_current() -> None:
 
 
 def test_services_live_in_the_typed_state() -> None:
-    """The stores and the metrics registry exist when the app is built, before any request;
-    nothing but the typed state is kept on the app."""
+    """The metrics registry exists when the app is built, before any request; a family's
+    services (the Responses store) are the family's, in ``parts``; nothing but the typed state
+    is kept on the app."""
     from mlxcel.app import create_app
     from mlxcel.bundled import bundled_model_path
     from mlxcel.engine.worker import Engine
+    from mlxcel.families.responses.store_service import stores_in
 
     config = ServerConfig(model=str(bundled_model_path()), responses_store_max_entries=7,
-                          conversation_store_ttl_secs=9, metrics=True)
+                          conversation_store_ttl_secs=9, metrics=True, store_path=":memory:")
     app = create_app(config, Engine(EngineConfig(model=config.model)))
     services = app.state.mlxcel.services
-    assert services.stores.responses.max_entries == 7
-    assert services.stores.conversations.ttl_secs == 9
+    assert services.parts == {}  # opened by the family's lifespan, or on first use
+    stores = stores_in(app.state.mlxcel)
+    assert services.parts == {"responses": stores}
+    assert stores.responses.limits.max_entries == 7
+    assert stores.conversations.limits.ttl_secs == 9
     assert services.metrics is not None
     assert (services.encoders, services.audio, services.images) == (None, None, None)
     assert set(vars(app.state)["_state"]) == {"mlxcel"}
+
+
+def test_a_store_path_naming_a_directory_is_refused_before_startup(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser(environ={}).parse_args(["--store-path", str(tmp_path)])
+    assert "is a directory; name a file in it" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser(environ={"MLXCEL_STORE_PATH": str(tmp_path)}).parse_args([])
+    file = str(tmp_path / "store.sqlite3")
+    assert build_parser(environ={}).parse_args(["--store-path", file]).store_path == file
+    assert build_parser(environ={}).parse_args(["--store-path", ":memory:"]).store_path == \
+        ":memory:"

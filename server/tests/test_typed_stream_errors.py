@@ -13,10 +13,10 @@ from mlxcel.families.anthropic.models import message_shell
 from mlxcel.families.anthropic.stream import stream_message
 from mlxcel.families.anthropic.turn import MessagesTurn
 from mlxcel.families.responses.models import ResponsesRequest, response_body
+from mlxcel.families.responses.store_service import make_stores
 from mlxcel.families.responses.stream import stream_response
 from mlxcel.families.responses.turn import PreparedTurn
 from mlxcel.generation import Finished, GenerationRequest, TokenDelta
-from mlxcel.responses_store import make_stores
 from mlxcel_conformance.checks.anthropic_events import check_anthropic_stream
 from mlxcel_conformance.checks.responses_events import check_responses_stream
 from mlxcel_conformance.sse import parse_sse

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import mlx.core as mx
 import pytest
 
-from mlxcel.engine import worker
+from mlxcel.engine import slots
 from mlxcel.engine.sampling import Sampler
 from mlxcel.engine.worker import Engine, EngineConfig
 from mlxcel.errors import ContextLengthExceeded, InvalidRequestError, ModelLoading
@@ -110,7 +110,7 @@ def test_eos_finishes_with_stop(engine: Engine) -> None:
 def test_failing_generation_is_an_error_and_the_engine_recovers(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = worker.build_sampler
+    real = slots.build_sampler
 
     def failing_sampler(params: SamplingParams, vocab_size: int) -> Sampler:
         sample = real(params, vocab_size)
@@ -125,21 +125,21 @@ def test_failing_generation_is_an_error_and_the_engine_recovers(
 
         return sampler
 
-    monkeypatch.setattr(worker, "build_sampler", failing_sampler)
+    monkeypatch.setattr(slots, "build_sampler", failing_sampler)
     request = GenerationRequest(prompt(engine), 20, GREEDY, ignore_eos=True)
     failed = generate(engine, request).finished
     assert failed.reason == "error"
     assert failed.error == "RuntimeError"
     assert failed.prompt_tokens == len(request.prompt_tokens)
 
-    monkeypatch.setattr(worker, "build_sampler", real)
+    monkeypatch.setattr(slots, "build_sampler", real)
     assert generate(engine, request).finished.reason == "length"
 
 
 def test_cancelled_request_stops_within_a_few_tokens(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = worker.build_sampler
+    real = slots.build_sampler
 
     def slow_sampler(params: SamplingParams, vocab_size: int) -> Sampler:
         sample = real(params, vocab_size)
@@ -150,7 +150,7 @@ def test_cancelled_request_stops_within_a_few_tokens(
 
         return sampler
 
-    monkeypatch.setattr(worker, "build_sampler", slow_sampler)
+    monkeypatch.setattr(slots, "build_sampler", slow_sampler)
 
     async def cancel_after_first_delta() -> tuple[int, Finished]:
         handle = engine.submit(GenerationRequest(prompt(engine), 2000, GREEDY, ignore_eos=True))
@@ -203,7 +203,7 @@ def test_prompt_filling_the_context_is_rejected(engine: Engine) -> None:
 
 
 def test_max_tokens_is_clipped_to_the_context(fixture_model: str) -> None:
-    small = Engine(EngineConfig(model=fixture_model, ctx_size=8))
+    small = Engine(EngineConfig(model=fixture_model, ctx_size=8, parallel=1))  # 8 in one slot
     small.start()
     try:
         assert small.wait_ready(60)

@@ -6,7 +6,9 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 `engine_checks`, `concurrency` (many streams at once), `llama_native` and `llama_native_docs`
 (llama-server's native routes and its README's features), `vision` (image input), `speculative`,
 `speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests),
-`anthropic_schema_keys` (the Message keys of Anthropic's current schema), `chat_choices` (``n``).
+`anthropic_schema_keys` (the Message keys of Anthropic's current schema), `chat_choices` (``n``),
+`responses_store` (what a Responses store keeps: after a disconnect, a restart; field bounds),
+`inline_checks` (checks whose logic runs inline in a test, registered by name).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ CHECK_MODULES = (
     "field_parity",
     "anthropic_schema_keys",
     "chat_choices",
+    "responses_store",
+    "inline_checks",
 )
 
 for _module in CHECK_MODULES:

@@ -14,18 +14,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 NAME = "chat_choices"
 
 
 @check(NAME, severity=Severity.HIGH,
-       description="n choices: a chat answer has n choices indexed 0..n-1, each once")
+       description="n choices: a chat answer has n choices indexed 0..n-1, each once",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_chat_choices(body: Mapping[str, Any], n: int) -> None:
     choices = body.get("choices")
     if not isinstance(choices, list) or len(choices) != n:
         count = len(choices) if isinstance(choices, list) else None
-        fail(NAME, f"n={n} was answered with {count} choices", choices=count)
+        # one choice for n > 1: n was accepted and silently not honoured
+        fail(NAME, f"n={n} was answered with {count} choices", choices=count,
+             ignored=count == 1 and n > 1)
     indexes = sorted((c.get("index") if isinstance(c, dict) else None for c in choices),
                      key=str)
     if Counter(indexes) != Counter(range(n)):
@@ -51,7 +55,7 @@ def check_chat_chunk_choices(chunks: Sequence[Mapping[str, Any]], n: int) -> Non
     wanted = set(range(n))
     if seen != wanted:
         fail(NAME, f"n={n}: the stream's choice indexes are {sorted(seen, key=str)}, not "
-             f"0..{n - 1}", indexes=sorted(seen, key=str))
+             f"0..{n - 1}", indexes=sorted(seen, key=str), ignored=seen == {0} and n > 1)
     twice = sorted(i for i in wanted if finished[i] != 1)
     if twice:
         fail(NAME, f"n={n}: choices {twice} do not finish exactly once",

@@ -13,7 +13,8 @@ from typing import Any
 
 import jsonschema
 
-from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.registry import check, fail, inconclusive
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 # Model-internal markup of the tool-call and reasoning formats a server must never leak.
@@ -32,7 +33,8 @@ def check_tool_markup_hidden(content: str | None) -> None:
 
 
 @check("tool_calls_finish_reason", severity=Severity.CRITICAL,
-       description="finish_reason is tool_calls exactly when the answer carries tool calls")
+       description="finish_reason is tool_calls exactly when the answer carries tool calls",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_tool_calls_finish_reason(finish_reason: str | None,
                                    calls: Sequence[Mapping[str, Any]]) -> None:
     if calls and finish_reason not in ("tool_calls", "length"):
@@ -48,7 +50,7 @@ def _tool_schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 @check("tool_call_declared", severity=Severity.CRITICAL,
        description="every call names a declared (or the forced) function with schema-valid "
-       "JSON arguments")
+       "JSON arguments", verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_tool_call_declared(calls: Sequence[Mapping[str, Any]],
                              tools: Sequence[Mapping[str, Any]],
                              forced: str | None = None) -> None:
@@ -95,22 +97,59 @@ def check_reasoning_split(message: Mapping[str, Any]) -> str:
 
 
 @check("structured_output_valid", severity=Severity.CRITICAL,
-       description="a json_schema answer that finished with stop is JSON valid against it")
+       description="a json_schema answer that finished with stop is JSON valid against it",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_structured_output(text: str, schema: Mapping[str, Any],
-                            finish_reason: str | None) -> Any:
+                            finish_reason: str | None, *, cut_allowed: bool = False) -> Any:
+    """The parsed answer. An answer cut by max_tokens proves nothing about the schema: it is
+    inconclusive (no verdict, not a PASS) unless ``cut_allowed`` (a feature about the cut
+    itself), and IGNORED when it does not even begin as a JSON value of the schema (what a
+    server that accepts response_format and never constrains its output sends)."""
     if finish_reason == "length":
-        return None  # cut off: honest, and not required to be complete
+        _check_json_start(text, schema)
+        if not cut_allowed:
+            inconclusive("structured_output_valid",
+                         f"the answer was cut by max_tokens after {len(text)} characters")
+        return None
     if finish_reason != "stop":
         fail("structured_output_valid", f"finish_reason {finish_reason!r}", text=text)
+    # A complete answer that is not JSON, or breaks the schema, was not constrained by the
+    # response_format the server accepted: silently not honoured (IGNORED, a FAIL class).
     try:
         value = json.loads(text)
     except ValueError:
-        fail("structured_output_valid", "the output is not JSON", text=text)
+        fail("structured_output_valid", "the output is not JSON", ignored=True, text=text)
     errors = list(jsonschema.Draft202012Validator(dict(schema)).iter_errors(value))
     if errors:
         fail("structured_output_valid", f"the output breaks the schema: {errors[0].message}",
-             text=text, schema=dict(schema))
+             ignored=True, text=text, schema=dict(schema))
     return value
+
+
+_STARTS = {"object": "{", "array": "[", "string": '"', "boolean": "tf", "null": "n",
+           "integer": "-0123456789", "number": "-0123456789"}
+
+
+def json_starts(schema: Mapping[str, Any]) -> str | None:
+    """The characters a JSON value valid against ``schema`` can begin with (None: any; only
+    ``enum``, ``const`` and ``type`` are read, a combinator allows anything)."""
+    if "enum" in schema or "const" in schema:
+        values = schema["enum"] if "enum" in schema else [schema["const"]]
+        return "".join(json.dumps(value)[0] for value in values)
+    kind = schema.get("type")
+    if any(key in schema for key in ("anyOf", "oneOf", "allOf", "$ref")) or kind is None:
+        return None
+    kinds = kind if isinstance(kind, list) else [kind]
+    return "".join(_STARTS.get(str(k), "") for k in kinds) or None
+
+
+def _check_json_start(text: str, schema: Mapping[str, Any]) -> None:
+    begun = text.lstrip()
+    starts = json_starts(schema)
+    if begun and starts is not None and begun[0] not in starts:
+        fail("structured_output_valid", "response_format json_schema was accepted, but the "
+             f"answer begins {begun[:40]!r}, as no JSON value of the schema does",
+             ignored=True, text=text, schema=dict(schema))
 
 
 @check("error_no_schema_echo", severity=Severity.MEDIUM,

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 CACHE_STATS_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -46,7 +47,8 @@ def check_seeded_determinism(alone: str, batched: Sequence[str]) -> None:
 
 @check("logprobs_match_sampled_token", severity=Severity.HIGH,
        description="Each logprobs entry is the sampled token: tokens concatenate to the content, "
-       "greedy picks the top alternative, and the top list is sorted")
+       "greedy picks the top alternative, and the top list is sorted",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_logprobs_match_sampled_token(
     entries: Sequence[Mapping[str, Any]], content: str, *, greedy: bool
 ) -> None:
@@ -54,7 +56,7 @@ def check_logprobs_match_sampled_token(
     if content and not entries:
         fail("logprobs_match_sampled_token",
              "logprobs were requested but the answer carries no logprobs content",
-             content=content)
+             ignored=True, content=content)
     if joined != content:
         fail("logprobs_match_sampled_token",
              "the logprobs tokens do not spell the generated content",
@@ -186,12 +188,17 @@ def check_cache_stats(body: Any) -> None:
 
 
 @check("priority_order", severity=Severity.MEDIUM,
-       description="With every slot busy, an X-Priority: high request is admitted before an "
-       "earlier low one")
-def check_priority_order(finish_order: Sequence[str]) -> None:
-    if finish_order[:1] != ["high"]:
-        fail("priority_order", "the low-priority request was served first",
-             finish_order=list(finish_order))
+       description="With every slot busy, an X-Priority: high request takes the next free slot "
+       "before an earlier low one (as /slots shows)")
+def check_priority_order(admitted: Sequence[str], slots: Sequence[Mapping[str, Any]]) -> None:
+    """``admitted``: which of the two queued requests ("high", "low") hold a slot in the
+    ``/slots`` body ``slots``, read after one slot was freed while both waited."""
+    if not admitted:
+        fail("priority_order", "neither queued request took the slot that was freed",
+             slots=list(slots))
+    if "high" not in admitted:
+        fail("priority_order", "the low-priority request took the freed slot while the "
+             "high-priority one still waited", admitted=list(admitted), slots=list(slots))
 
 
 @check("loop_detection", severity=Severity.MEDIUM,

@@ -9,8 +9,9 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from mlxcel_conformance.checks.openai_common import is_int
+from mlxcel_conformance.checks.contract_edges import judge_leniency
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 # The error `type` the Anthropic API pairs with each status.
@@ -30,6 +31,7 @@ ANTHROPIC_ERROR_TYPES: dict[int, str] = {
     "error_status",
     severity=Severity.HIGH,
     description="the HTTP status is the specified one; a 500 only where the spec documents it",
+    verdicts=frozenset({VerdictClass.FAIL, VerdictClass.LENIENT, VerdictClass.UNSUPPORTED}),
 )
 def check_error_status(status: int, expected: int | Collection[int], *,
                        source: str | None = None, case: str | None = None) -> int:
@@ -40,6 +42,7 @@ def check_error_status(status: int, expected: int | Collection[int], *,
     problem = status_problem(status, allowed)
     if problem is None:
         return status
+    judge_leniency(status, allowed, case)
     fail("error_status", f"{problem} ({case})" if case else problem,
          severity=Severity.CRITICAL if status == 500 else None, source=source,
          status=status, expected=sorted(allowed), defect=f"error_status: {problem}")
@@ -110,8 +113,10 @@ def check_error_body_openai(
     if "code" not in error:
         fail(name, "error.code is missing (null is allowed)", severity=Severity.MEDIUM, body=body)
     code = error["code"]
-    if code is not None and not isinstance(code, str) and not is_int(code):
-        fail(name, "error.code is not a string, integer or null", body=body)
+    # openai-openapi's Error schema: code is a nullable string (an integer is not one)
+    if code is not None and not isinstance(code, str):
+        fail(name, f"error.code is {type(code).__name__} {code!r}, not a string or null",
+             severity=Severity.MEDIUM, body=body)
     if error.get("param") is not None and not isinstance(error["param"], str):
         fail(name, "error.param is not a string or null", severity=Severity.LOW, body=body)
     return dict(error)

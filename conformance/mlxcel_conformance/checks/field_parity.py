@@ -7,7 +7,10 @@ Each kind of object has two key sets (``ObjectKind``):
   ``required`` lists, the Anthropic API reference, the Open Responses specification), which every
   recording, old or new, also carries. ``field_parity`` holds every server to it.
 - ``current``: what the real service sends today in every recording of that kind, and what the
-  current specification lists (FACTS.md, "Keys the public specs require"). Where an older
+  current specification lists (OpenAI's openapi.yaml, https://github.com/openai/openai-openapi,
+  ``required`` lists; the Open Responses specification, ResponseResource,
+  https://www.openresponses.org/specification; Anthropic's Message and Usage objects,
+  https://docs.anthropic.com/en/api/messages). Where an older
   recording and the current spec differ, other servers may send either shape; the reference and
   any target whose profile claims the current shapes are held to this one
   (``field_parity_current``).
@@ -166,7 +169,7 @@ KINDS: dict[str, ObjectKind] = {k.name: k for k in (
     # -- errors
     _kind("error.openai", _ERR, ("error",), error=(OBJ,)),
     _kind("error.openai.error", _ERR, ("message", "type", "param", "code"),
-          message=(S,), type=(S,), param=(S, Z), code=(S, N, Z)),
+          message=(S,), type=(S,), param=(S, Z), code=(S, Z)),
     _kind("error.anthropic", _ERR, ("type", "error"), type=(S,), error=(OBJ,)),
     _kind("error.anthropic.error", _ERR, ("type", "message"), type=(S,), message=(S,)),
 )}

@@ -97,7 +97,8 @@ def check_completion_body(body: Mapping[str, Any]) -> Mapping[str, Any]:
     description="text_completion stream: one identity, per choice text deltas then one finish",
 )
 def check_completion_chunk_order(chunks: Sequence[Mapping[str, Any]]) -> dict[int, str]:
-    """Return the finish_reason of each choice index; usage chunks (`choices: []`) are skipped."""
+    """Return the finish_reason of each choice index; a usage chunk (`choices: []`) is held to
+    the identity of every chunk (object, id, model) and has no choice to judge."""
     name = "completion_chunk_order"
     if not chunks:
         fail(name, "the stream has no chunks")

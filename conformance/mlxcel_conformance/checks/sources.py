@@ -1,6 +1,6 @@
 """Where each check's rule comes from: its tier and its source, one row per check name.
 
-Two tiers (ARCHITECTURE.md, "The suite"):
+Two tiers (docs/conformance/verdicts.md, "Tiers"):
 
 - ``contract``: what a public contract requires of *any* server: OpenAI's API reference and
   published OpenAPI document, Anthropic's API reference and OpenAPI document, the Open Responses
@@ -26,40 +26,77 @@ class Tier(str, enum.Enum):
     EXTENSION = "extension"
 
 
-# Short citations, reused below.
-OPENAI_CHAT = ("OpenAI API reference, Chat Completions (openai-openapi: "
-               "CreateChatCompletionResponse)")
-OPENAI_CHUNK = ("OpenAI API reference, Chat Completions streaming (openai-openapi: "
-                "CreateChatCompletionStreamResponse); real-streams/openai-chat/stream/")
-OPENAI_COMPLETIONS = "OpenAI API reference, Completions (openai-openapi: CreateCompletionResponse)"
-OPENAI_ERRORS = "OpenAI API reference, Error codes; real-streams/errors/openai-*.json"
-OPENAI_SDK = "openai-python with _strict_response_validation (FACTS.md, 'The official SDKs')"
-RESPONSES = ("OpenAI API reference, Responses (openai-openapi: Response); Open Responses "
-             "specification, ResponseResource")
-RESPONSES_STREAM = ("OpenAI API reference, Responses streaming events; Open Responses "
-                    "specification, streaming; real-streams/openai-responses/stream/")
-ANTHROPIC = "Anthropic API reference, Messages (Message object); real-streams/anthropic/json/"
-ANTHROPIC_STREAM = ("Anthropic API reference, Streaming Messages (event flow); "
-                    "real-streams/anthropic/stream/")
-ANTHROPIC_ERRORS = "Anthropic API reference, Errors; real-streams/errors/anthropic-*.json"
-ANTHROPIC_SDK = "anthropic-python with _strict_response_validation (FACTS.md)"
-ANTHROPIC_COUNT_TOKENS = ("Anthropic API reference, Count tokens in a Message: input_tokens "
-                          "counts the messages, system prompt and tools, an estimate that may "
-                          "differ by a small amount")
-LLAMA = "llama-server README (tools/server/README.md)"
-MLX_LM = "mlx-lm SERVER.md, chat completions request fields"
-SSE = "WHATWG HTML Living Standard, Server-sent events (event stream interpretation)"
-SPEC_VIEW = "openapi/ contract view: properties without x-mlxcel-extension"
+# Short citations, reused below. Each names a public document by URL and section, or a file in
+# this repository; a test (conformance/tests/test_check_sources.py) holds every row to that.
+OPENAPI = "https://github.com/openai/openai-openapi (openapi.yaml)"
+
+
+def openai(page: str, section: str) -> str:
+    """OpenAI's API reference page ``page``, section ``section``."""
+    return f"OpenAI API reference, {section} (https://platform.openai.com/docs/api-reference/{page})"
+
+
+OPENAI_CHAT = ("OpenAI API reference, Chat Completions "
+               "(https://platform.openai.com/docs/api-reference/chat/object; " + OPENAPI
+               + ": CreateChatCompletionResponse)")
+OPENAI_CHUNK = ("OpenAI API reference, Chat Completions streaming "
+                "(https://platform.openai.com/docs/api-reference/chat-streaming; " + OPENAPI
+                + ": CreateChatCompletionStreamResponse); "
+                "fixtures/real-streams/openai-chat/stream/")
+OPENAI_CHAT_REQUEST = openai("chat/create", "Create chat completion")
+OPENAI_COMPLETIONS = ("OpenAI API reference, Completions "
+                      "(https://platform.openai.com/docs/api-reference/completions; " + OPENAPI
+                      + ": CreateCompletionResponse)")
+OPENAI_ERRORS = ("OpenAI API reference, Error codes "
+                 "(https://platform.openai.com/docs/guides/error-codes); "
+                 "fixtures/real-streams/errors/openai-*.json")
+OPENAI_SDK = ("openai-python (https://github.com/openai/openai-python), src/openai/_client.py: "
+              "OpenAI(_strict_response_validation=True) validates every answer against the "
+              "pydantic types in src/openai/types/")
+RESPONSES = ("OpenAI API reference, Responses "
+             "(https://platform.openai.com/docs/api-reference/responses/object; " + OPENAPI
+             + ": Response); Open Responses specification, ResponseResource "
+             "(https://www.openresponses.org/specification)")
+RESPONSES_STREAM = ("OpenAI API reference, Responses streaming events "
+                    "(https://platform.openai.com/docs/api-reference/responses-streaming); Open "
+                    "Responses specification, streaming (https://www.openresponses.org/"
+                    "specification); fixtures/real-streams/openai-responses/stream/")
+ANTHROPIC = ("Anthropic API reference, Messages, Message object "
+             "(https://docs.anthropic.com/en/api/messages); fixtures/real-streams/anthropic/json/")
+ANTHROPIC_STREAM = ("Anthropic API reference, Streaming Messages, event flow "
+                    "(https://docs.anthropic.com/en/docs/build-with-claude/streaming); "
+                    "fixtures/real-streams/anthropic/stream/")
+ANTHROPIC_ERRORS = ("Anthropic API reference, Errors (https://docs.anthropic.com/en/api/errors); "
+                    "fixtures/real-streams/errors/anthropic-*.json")
+ANTHROPIC_SDK = ("anthropic-sdk-python (https://github.com/anthropics/anthropic-sdk-python), "
+                 "src/anthropic/_client.py: Anthropic(_strict_response_validation=True) validates "
+                 "every answer against the pydantic types in src/anthropic/types/")
+ANTHROPIC_COUNT_TOKENS = ("Anthropic API reference, Count tokens in a Message "
+                          "(https://docs.anthropic.com/en/api/messages-count-tokens): "
+                          "input_tokens counts the messages, system prompt and tools, an "
+                          "estimate that may differ by a small amount")
+LLAMA = ("llama-server README (https://github.com/ggml-org/llama.cpp/blob/master/tools/server/"
+         "README.md)")
+MLX_LM = ("mlx-lm SERVER.md (https://github.com/ml-explore/mlx-lm/blob/main/mlx_lm/SERVER.md), "
+          "chat completions request fields")
+SSE = ("WHATWG HTML Living Standard, Server-sent events, event stream interpretation "
+       "(https://html.spec.whatwg.org/multipage/server-sent-events.html"
+       "#event-stream-interpretation)")
+RFC9110 = "RFC 9110 (https://www.rfc-editor.org/rfc/rfc9110)"
+SPEC_VIEW = "openapi/openapi.yaml, contract view: properties without x-mlxcel-extension"
 REFERENCE = "mlxcel API reference (openapi/openapi.yaml, docs/)"
 
 C, E = Tier.CONTRACT, Tier.EXTENSION
 
 SOURCES: dict[str, tuple[Tier, str]] = {
     # -- transport and framing
-    "json_body": (C, "RFC 8259; every API above answers JSON bodies"),
-    "answer_readable": (C, "the API reference's answer object for the route: the choices[0], "
-                           "output or content every behaviour reads"),
-    "http_status": (C, "the status the cited API documents for the request"),
+    "json_body": (C, "RFC 8259 (https://www.rfc-editor.org/rfc/rfc8259); every API above "
+                     "answers JSON bodies"),
+    "answer_readable": (C, "the route's answer object, whose choices[0], output or content "
+                           "every behaviour reads: " + OPENAI_CHAT + "; " + RESPONSES + "; "
+                           + ANTHROPIC),
+    "http_status": (C, "the status the API reference of the route's family documents for "
+                       "the request: " + OPENAI_ERRORS + "; " + ANTHROPIC_ERRORS + "; " + LLAMA),
     "sse_content_type": (C, SSE + ": text/event-stream"),
     "sse_framing": (C, SSE),
     "done_terminator": (C, OPENAI_CHUNK + ": the stream ends with data: [DONE]"),
@@ -69,49 +106,57 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "schemathesis": (E, REFERENCE + ": every operation fuzzed by schemathesis' checks"),
     "golden_transcript": (C, "goldens/ in shape mode: keys the public contract requires "
                              "(exact mode: the reference on its own fixture)"),
-    "field_parity": (C, "the public specs' required keys, carried by every real-streams/ "
-                        "recording"),
-    "field_parity_current": (C, "real-streams/ recordings and the current specs: every key the "
-                                "real service sends today (FACTS.md)"),
-    "anthropic_schema_keys": (C, "Anthropic API reference, Messages (Message.container, "
+    "field_parity": (C, "the public specs' required keys (" + OPENAPI + "; "
+                        "https://docs.anthropic.com/en/api/messages), carried by every "
+                        "fixtures/real-streams/ recording"),
+    "field_parity_current": (C, "fixtures/real-streams/ recordings and the current specs ("
+                                + OPENAPI + "; https://docs.anthropic.com/en/api/messages): "
+                                "every key the real service sends today"),
+    "anthropic_schema_keys": (C, "Anthropic API reference, Messages "
+                                 "(https://docs.anthropic.com/en/api/messages: Message.container, "
                                  "Usage.output_tokens_details; anthropic-sdk-python types/"
-                                 "message.py, usage.py); real-streams/anthropic/ for the older "
-                                 "shape"),
-    "chat_choices": (C, "OpenAI API reference, Chat Completions: n and choices[].index; "
-                        "real-streams/openai-chat/stream/openai-chat-stream-n3-choices-2024.sse"),
+                                 "message.py, usage.py); fixtures/real-streams/anthropic/ for "
+                                 "the older shape"),
+    "chat_choices": (C, OPENAI_CHAT_REQUEST + ": n and choices[].index; "
+                        "fixtures/real-streams/openai-chat/stream/openai-chat-stream-n3-choices-2024.sse"),
     # -- OpenAI chat and completions
     "chat_completion_body": (C, OPENAI_CHAT),
     "chat_chunk_object": (C, OPENAI_CHUNK),
     "chat_first_chunk_role": (C, OPENAI_CHUNK + ": the first delta of a choice has role"),
     "chat_chunk_order": (C, OPENAI_CHUNK),
     "tool_call_deltas": (C, OPENAI_CHUNK + ": ChatCompletionMessageToolCallChunk"),
-    "usage_chunk_last": (C, "OpenAI API reference, stream_options.include_usage"),
-    "no_usage_chunk": (C, "OpenAI API reference, stream_options.include_usage"),
-    "logprobs_shape": (C, "OpenAI API reference, ChatCompletionTokenLogprob"),
+    "usage_chunk_last": (C, openai("chat/create", "stream_options.include_usage")),
+    "no_usage_chunk": (C, openai("chat/create", "stream_options.include_usage")),
+    "logprobs_shape": (C, openai("chat/object", "ChatCompletionTokenLogprob")),
     "completion_body": (C, OPENAI_COMPLETIONS),
     "completion_chunk_order": (C, OPENAI_COMPLETIONS + " (stream)"),
-    "max_tokens_honoured": (C, "OpenAI API reference, max_tokens / max_completion_tokens"),
-    "stop_string_not_leaked": (C, "OpenAI API reference, stop: 'The returned text will not "
-                                  "contain the stop sequence'"),
-    "stop_not_leaked": (C, "OpenAI API reference, stop"),
+    "max_tokens_honoured": (C, openai("chat/create", "max_tokens / max_completion_tokens")),
+    "stop_string_not_leaked": (C, openai("chat/create", "stop") + ": 'The returned text "
+                                  "will not contain the stop sequence'"),
+    "stop_not_leaked": (C, openai("chat/create", "stop")),
     "seed_deterministic": (E, REFERENCE + ": the same seed gives the same text (OpenAI's seed "
                               "is best effort: determinism is not guaranteed)"),
-    "logprobs_match_sampled_token": (C, "OpenAI API reference, logprobs: the output tokens"),
+    "logprobs_match_sampled_token": (C, openai("chat/create", "logprobs: the output tokens")),
     "stream_matches_json": (C, LLAMA + ", POST /completion (stream)"),
-    "tool_markup_hidden": (C, "OpenAI API reference, function calling: calls in tool_calls"),
+    "tool_markup_hidden": (C, openai("chat/object", "function calling: calls in tool_calls")),
     "tool_calls_finish_reason": (C, OPENAI_CHAT + ": finish_reason tool_calls"),
-    "tool_call_declared": (C, "OpenAI API reference, tool_choice and tools[].function"),
-    "forced_tool_call": (C, "OpenAI Responses tool_choice required; Anthropic tool_choice any"),
+    "tool_call_declared": (C, openai("chat/create", "tool_choice and tools[].function")),
+    "forced_tool_call": (C, openai("responses/create", "Responses tool_choice required")
+                           + "; Anthropic API reference, Messages tool_choice any "
+                           "(https://docs.anthropic.com/en/api/messages)"),
     "reasoning_split": (C, "the server's documented reasoning field: reasoning_content "
-                           "(DeepSeek API, llama-server README) or reasoning (mlx-lm, vLLM)"),
+                           "(DeepSeek API, https://api-docs.deepseek.com/guides/reasoning_model; "
+                           + LLAMA + ") or reasoning (" + MLX_LM + "; vLLM)"),
     "reasoning_only": (E, REFERENCE + ": message.reasoning_only"),
-    "structured_output_valid": (C, "OpenAI API reference, response_format json_schema"),
+    "structured_output_valid": (C, openai("chat/create", "response_format json_schema")),
     "error_no_schema_echo": (E, REFERENCE + ": schema limits"),
     "template_kwargs": (C, LLAMA + ", chat_template_kwargs"),
-    "models_list": (C, "OpenAI API reference, List models"),
+    "models_list": (C, openai("models/list", "List models")),
     "health_ready": (C, LLAMA + ", GET /health"),
     # -- errors
-    "error_status": (C, "the status the cited API documents for a rejected request"),
+    "error_status": (C, "the status the API reference of the route's family documents for a "
+                        "rejected request: " + OPENAI_ERRORS + "; " + ANTHROPIC_ERRORS + "; "
+                        + LLAMA),
     "error_body_openai": (C, OPENAI_ERRORS),
     "error_body_anthropic": (C, ANTHROPIC_ERRORS),
     "auth_health_exempt": (C, LLAMA + ", --api-key: /health is public"),
@@ -120,6 +165,18 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "responses_event_order": (C, RESPONSES_STREAM),
     "responses_usage_terminal": (C, RESPONSES_STREAM + ": usage on the terminal response"),
     "response_compaction": (E, REFERENCE + ": /v1/responses/compact, context_management"),
+    "response_final_after_disconnect": (C, RESPONSES + ": status is completed, failed, "
+                                        "in_progress, cancelled, queued or incomplete; a "
+                                        "response no longer generated is not in_progress"),
+    "response_cancelled_promptly": (E, REFERENCE + ": docs/responses.md, a stored stream "
+                                    "whose client leaves is stored cancelled within 1 s"),
+    "stored_response_survives_restart": (E, REFERENCE + ": docs/responses.md, the store "
+                                         "survives SIGKILL and a restart"),
+    "field_limits_within": (C, "OpenAI OpenAPI document (openai-openapi): Metadata (16 pairs, "
+                            "keys <= 64, values <= 512 characters), safety_identifier "
+                            "maxLength 64, top_logprobs 0-20"),
+    "field_limits_no_server_error": (C, OPENAI_ERRORS + ": a malformed request is a 4xx"),
+    "field_limits_refused": (E, REFERENCE + ": a 400 naming the field past each bound"),
     # -- Anthropic
     "anthropic_message_body": (C, ANTHROPIC),
     "anthropic_event_order": (C, ANTHROPIC_STREAM),
@@ -169,11 +226,11 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "concurrent_streams_complete": (E, REFERENCE + ": admission control answers every stream "
                                        "(2xx or 503) under load"),
     # -- embeddings and rerank
-    "embedding_body_openai": (C, "OpenAI API reference, Embeddings"),
-    "embedding_base64": (C, "OpenAI API reference, Embeddings encoding_format base64"),
+    "embedding_body_openai": (C, openai("embeddings/create", "Embeddings")),
+    "embedding_base64": (C, openai("embeddings/create", "Embeddings encoding_format base64")),
     "embedding_body_native": (C, LLAMA + ", POST /embedding"),
-    "embedding_vectors": (C, "OpenAI API reference, Embeddings"),
-    "embedding_deterministic": (C, "OpenAI API reference, Embeddings"),
+    "embedding_vectors": (C, openai("embeddings/create", "Embeddings")),
+    "embedding_deterministic": (C, openai("embeddings/create", "Embeddings")),
     "embedding_alongside_generation": (E, REFERENCE + ": encoders beside the text model"),
     "rerank_order": (C, LLAMA + ", POST /reranking"),
     "rerank_documents": (C, LLAMA + ", POST /reranking"),
@@ -191,30 +248,32 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "speculative_greedy_exact": (E, REFERENCE + ": speculative decoding is lossless"),
     "draft_model_confined": (E, REFERENCE + ": draft_model"),
     # -- vision
-    "vision_probe": (C, "OpenAI API reference, image_url content parts"),
-    "vision_pixels_reach_model": (C, "OpenAI API reference, image_url content parts"),
+    "vision_probe": (C, openai("chat/create", "image_url content parts")),
+    "vision_pixels_reach_model": (C, openai("chat/create", "image_url content parts")),
     "vision_families_agree": (E, REFERENCE + ": one image path for every family"),
     "vision_local_path_refused": (E, REFERENCE + ": --media-path"),
     # -- audio, speech, images
-    "transcription_body_json": (C, "OpenAI API reference, Create transcription (json)"),
-    "transcription_body_verbose": (C, "OpenAI API reference, Create transcription "
-                                      "(verbose_json)"),
-    "transcription_text_format": (C, "OpenAI API reference, Create transcription (text)"),
-    "speech_wav_format": (C, "OpenAI API reference, Create speech (wav)"),
-    "speech_pcm_format": (C, "OpenAI API reference, Create speech (pcm)"),
-    "speech_sse_events": (C, "OpenAI API reference, Create speech stream_format sse"),
-    "speech_audible": (C, "OpenAI API reference, Create speech"),
+    "transcription_body_json": (C, openai("audio/createTranscription",
+                                          "Create transcription (json)")),
+    "transcription_body_verbose": (C, openai("audio/createTranscription",
+                                             "Create transcription (verbose_json)")),
+    "transcription_text_format": (C, openai("audio/createTranscription",
+                                            "Create transcription (text)")),
+    "speech_wav_format": (C, openai("audio/createSpeech", "Create speech (wav)")),
+    "speech_pcm_format": (C, openai("audio/createSpeech", "Create speech (pcm)")),
+    "speech_sse_events": (C, openai("audio/createSpeech", "Create speech stream_format sse")),
+    "speech_audible": (C, openai("audio/createSpeech", "Create speech")),
     "speech_deterministic": (E, REFERENCE + ": deterministic speech"),
-    "speech_depends_on_input": (C, "OpenAI API reference, Create speech"),
-    "image_generation_body": (C, "OpenAI API reference, Images (b64_json)"),
+    "speech_depends_on_input": (C, openai("audio/createSpeech", "Create speech")),
+    "image_generation_body": (C, openai("images/create", "Images (b64_json)")),
     "image_seed_determinism": (E, REFERENCE + ": image seed"),
     "image_n_seeds": (E, REFERENCE + ": image seeds"),
-    "image_error_param": (C, "OpenAI API reference, Error codes (param)"),
+    "image_error_param": (C, OPENAI_ERRORS + ": the error object's param"),
     "unconfigured_route_501": (E, REFERENCE + ": 501 naming the flag"),
     # -- robustness (hostile input; the robustness family)
-    "answered_in_time": (C, "RFC 9110: every request gets a response"),
-    "no_server_error": (C, "RFC 9110, 15.5 and 15.6: bad input from the client is a 4xx, "
-                           "not a 5xx"),
+    "answered_in_time": (C, RFC9110 + ", 9.1: every request gets a response"),
+    "no_server_error": (C, RFC9110 + ", 15.5 and 15.6: bad input from the client is a "
+                           "4xx, not a 5xx"),
     "health_within_budget": (E, REFERENCE + ": /health answers within its budget while any "
                                 "request runs"),
     "stalled_connections_released": (E, REFERENCE + ": header and read timeouts"),

@@ -76,3 +76,12 @@ def check_image_probe(status: int, body: Any) -> bool:
     if status >= 400 and isinstance(body, dict) and ("error" in body or "detail" in body):
         return False
     fail("vision_probe", f"a valid PNG image part answered HTTP {status}", body=str(body)[:300])
+
+
+def check_image_not_a_server_error(path: str, status: int, body: Any) -> None:
+    """An image a client sent is never the server's error, whether its model reads images or
+    not (RFC 9110, 15.5 and 15.6): judged under ``no_server_error`` on every family."""
+    if status >= 500:
+        fail("no_server_error", f"POST {path} with a valid PNG image answered HTTP {status}",
+             status=status, body=body,
+             defect=f"no_server_error: a valid PNG image answered HTTP {status}")

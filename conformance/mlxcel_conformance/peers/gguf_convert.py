@@ -3,7 +3,8 @@
 llama.cpp's own ``convert_hf_to_gguf.py`` needs torch and transformers and refuses BPE
 tokenizers it does not know (it hashes their output), so the fixture is written with the
 ``gguf`` package directly (numpy only, ``pip install gguf``). What llama.cpp expects, as
-verified on this machine (see ``shared/PEERS.md``):
+verified against llama-server (llama.cpp's loader, src/llama-model-loader.cpp and
+src/llama-vocab.cpp in https://github.com/ggml-org/llama.cpp):
 
 - architecture ``qwen3``; tensor names from ``gguf.get_tensor_name_map(MODEL_ARCH.QWEN3, n)``;
   F32 weights; Qwen's q/k projections need no rotary permutation (Llama's would);

@@ -127,7 +127,9 @@ def index_markdown(docs: list[dict[str, Any]]) -> str:
     names = [doc["peer"]["name"] for doc in docs]
     lines = ["# Conformance: servers side by side", "",
              "Each peer served the same fixture model and ran the whole suite with its own "
-             "`--profile` and `--goldens shape` (`nox -s peers`). A cell links to the evidence.",
+             "`--profile` and `--goldens shape`: `python -m mlxcel_conformance.peers --out "
+             "docs/conformance --peers NAMES` (`--llama-server PATH`, `--vllm-mlx PATH` for "
+             "those two; `nox -s peers -- ARGS` runs the same). A cell links to the evidence.",
              "", ROBUSTNESS_LINE, "", "| server | version | summary |", "|---|---|---|"]
     for doc in docs:
         peer = doc["peer"]

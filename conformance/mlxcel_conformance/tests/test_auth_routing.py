@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
-from mlxcel_conformance.checks.errors_checks import check_error_body_openai
+from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient, expect_status
 from mlxcel_conformance.flows import chat_payload, response_of
@@ -56,16 +58,43 @@ def test_health_needs_no_key(target: Target, path: str) -> None:
         fail("auth_health_exempt", f"GET {path} demands the API key", body=response.text)
 
 
+# A route or a method no public API defines has no documented error body: its status is HTTP's
+# (RFC 9110, 15.5.5 404 and 15.5.6 405; 15.6.2 501), the OpenAI-shaped body the reference's
+# promise (the `route_errors` extension).
+_RFC9110 = "RFC 9110 (https://www.rfc-editor.org/rfc/rfc9110), 15.5.5, 15.5.6 and 15.6.2"
+
+
+def _unknown_route(client: SuiteClient) -> tuple[int, Any]:
+    return response_of(client.post("/v1/no-such-route", {"x": 1}))
+
+
+def _wrong_method(client: SuiteClient) -> tuple[int, Any]:
+    """``GET /v1/chat/completions`` is a real OpenAI route (it lists stored completions):
+    PATCH is defined by no API."""
+    return response_of(client.http.request("PATCH", "/v1/chat/completions", json={}))
+
+
 @pytest.mark.conformance(family="chat", feature="routing.unknown_route")
 def test_unknown_route_is_404(client: SuiteClient) -> None:
-    status, body = response_of(client.post("/v1/no-such-route", {"x": 1}))
+    status, _ = _unknown_route(client)
+    check_error_status(status, 404, source=_RFC9110 + ": an unknown route is 404")
+
+
+@pytest.mark.conformance(family="chat", feature="routing.unknown_route.body",
+                         extension="route_errors")
+def test_unknown_route_error_body(client: SuiteClient) -> None:
+    status, body = _unknown_route(client)
     check_error_body_openai(body, status=status, expected=404)
 
 
 @pytest.mark.conformance(family="chat", feature="routing.wrong_method")
 def test_wrong_method_is_an_error(client: SuiteClient) -> None:
-    """A method no API defines on the route (``GET /v1/chat/completions`` is a real OpenAI
-    route: it lists stored completions): 405, or 404, or 501 for a method the server does not
-    implement at all (RFC 9110, 15.6.2), in the error shape."""
-    status, body = response_of(client.http.request("PATCH", "/v1/chat/completions", json={}))
+    status, _ = _wrong_method(client)
+    check_error_status(status, (404, 405, 501), source=_RFC9110)
+
+
+@pytest.mark.conformance(family="chat", feature="routing.wrong_method.body",
+                         extension="route_errors")
+def test_wrong_method_error_body(client: SuiteClient) -> None:
+    status, body = _wrong_method(client)
     check_error_body_openai(body, status=status, expected=(404, 405, 501))

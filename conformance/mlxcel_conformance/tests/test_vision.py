@@ -15,6 +15,7 @@ import pytest
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.vision import (
     check_families_agree,
+    check_image_not_a_server_error,
     check_image_probe,
     check_local_path_refused,
     check_pixels_reach_model,
@@ -127,3 +128,30 @@ def test_text_only_model_refuses_images(client: SuiteClient, model_name: str | N
     check_error_body_openai(body, status=status, expected=400, case="image on a text-only model",
                             source="OpenAI API reference, Chat Completions image_url content "
                             "parts (only models that read images take them): 400")
+
+
+# The same image on the other families. Whether a text-only model refuses it (and with which
+# 4xx) is the reference's own promise (`anthropic.errors.image_text_only`,
+# `responses.errors.refused`); that an image a client sent is never a server error is every
+# server's: RFC 9110, 15.5 and 15.6 (a client's request answered 5xx blames the server).
+def image_turns(model: str | None, family: str) -> tuple[str, dict[str, Any]]:
+    uri = png_data_uri(RED)
+    if family == "responses":
+        return "/v1/responses", responses_payload(model, [{"role": "user", "content": [
+            {"type": "input_image", "image_url": uri},
+            {"type": "input_text", "text": QUESTION}]}], max_output_tokens=8)
+    return "/v1/messages", messages_payload(model, [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": uri.split(",", 1)[1]}},
+        {"type": "text", "text": QUESTION}], max_tokens=8)
+
+
+@pytest.mark.conformance(family="responses", feature="responses.image_no_server_error",
+                         destructive=True)
+@pytest.mark.parametrize("family", ["responses", pytest.param("anthropic", marks=(
+    pytest.mark.conformance(family="anthropic", feature="anthropic.image_no_server_error",
+                            destructive=True)))])
+def test_an_image_is_never_a_server_error(client: SuiteClient, model_name: str | None,
+                                          family: str) -> None:
+    path, payload = image_turns(model_name, family)
+    check_image_not_a_server_error(path, *response_of(client.post(path, payload)))

@@ -1,5 +1,5 @@
 """API-key check for every route except GET /health and GET / (a pure ASGI middleware, so
-streaming responses pass through untouched)."""
+streaming responses pass through untouched), WebSocket handshakes included."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import hmac
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import AuthenticationError, MissingApiKey, MlxcelError
-from .handlers import error_response
+from .handlers import refuse
 
 EXEMPT_PATHS = frozenset({"/health", "/"})
 
@@ -32,7 +32,7 @@ class ApiKeyMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         exempt = scope.get("method") in ("GET", "HEAD") and scope["path"] in EXEMPT_PATHS
-        if scope["type"] != "http" or exempt:
+        if scope["type"] not in ("http", "websocket") or exempt:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
@@ -47,5 +47,4 @@ class ApiKeyMiddleware:
         if error is None:
             await self.app(scope, receive, send)
             return
-        response = error_response(error, scope["path"])
-        await response(scope, receive, send)
+        await refuse(error, scope, receive, send)

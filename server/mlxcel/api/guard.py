@@ -12,8 +12,10 @@
   of the body is read; a chunked body is counted as it arrives and refused at the limit.
 - **Body read timeout**: a body that stops arriving for ``--timeout-read`` seconds is 408.
 
-Refusals are rendered by ``handlers.error_response``: the family's own error shape (Anthropic's
-on its routes).
+Refusals are rendered by ``handlers.refuse``: the family's own error shape (Anthropic's on its
+routes); a WebSocket handshake is refused the same way (HTTP 403 before it is accepted), so the
+Origin and Host rules hold for WebSocket routes too (a browser sends ``Origin`` on every
+handshake, RFC 6455 section 10.2). A request carrying several ``Origin`` headers is refused.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import ServerConfig
 from ..errors import Forbidden, MlxcelError, RequestTimeout, RequestTooLarge
-from .handlers import error_response
+from .handlers import refuse
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
@@ -64,9 +66,20 @@ def host_name(host_header: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def refusal(settings: GuardSettings, headers: dict[bytes, bytes], scheme: str
-            ) -> MlxcelError | None:
-    """Why a request must be refused for its Host or Origin, or None."""
+# A WebSocket handshake's own origin is the page's http(s) origin (RFC 6455 section 4.1).
+PAGE_SCHEME = {"ws": "http", "wss": "https"}
+
+
+def refusal(settings: GuardSettings, headers: dict[bytes, bytes], scheme: str,
+            origins: int = 0) -> MlxcelError | None:
+    """Why a request must be refused for its Host or Origin, or None; ``origins`` is how
+    many ``Origin`` headers it carried (``headers`` keeps only the last)."""
+    if origins > 1:
+        # RFC 6454 section 7.3: a user agent sends at most one; which one a proxy or
+        # framework reads differs, so a foreign one hidden before the server's own is refused.
+        return Forbidden("A request may carry one Origin header, not several.",
+                         code="origin_not_allowed")
+    scheme = PAGE_SCHEME.get(scheme, scheme)
     host = headers.get(b"host", b"").decode("latin-1")
     if host and is_loopback(settings.bound_host):
         name = host_name(host)
@@ -94,16 +107,21 @@ class RequestGuard:
         self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        error = refusal(self.settings, headers, scope.get("scheme", "http"))
+        pairs = scope.get("headers") or []
+        headers = dict(pairs)
+        origins = sum(1 for name, _ in pairs if name == b"origin")
+        error = refusal(self.settings, headers, scope.get("scheme", "http"), origins)
         declared = headers.get(b"content-length", b"")
         if error is None and declared.isdigit() and int(declared) > self.settings.max_body_bytes:
             error = self._too_large()
         if error is not None:
-            await error_response(error, scope["path"])(scope, receive, send)
+            await refuse(error, scope, receive, send)
+            return
+        if scope["type"] == "websocket":  # frames, not a body: nothing to count or time
+            await self.app(scope, receive, send)
             return
         await self.app(scope, self._bounded(receive), send)
 

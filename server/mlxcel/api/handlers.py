@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 from ..error_shapes import render_error
 from ..errors import InvalidRequestError, MethodNotAllowed, MlxcelError, RouteNotFound, ServerError
@@ -19,6 +20,18 @@ def error_response(error: MlxcelError, path: str = "") -> JSONResponse:
     # ``path`` picks the shape: a family registered for it (error_shapes.py), else OpenAI's.
     body, status = render_error(error, path)
     return JSONResponse(body, status_code=status)
+
+
+async def refuse(error: MlxcelError, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer a request a middleware refuses before any route runs: the family's error body,
+    or for a WebSocket handshake a close before accepting it, which the server sends as an
+    HTTP 403 (ASGI 3.0's WebSocket ``close`` event: a refused handshake)."""
+    if scope["type"] == "websocket":
+        # a close frame's reason is at most 123 bytes (RFC 6455 section 5.5)
+        reason = str(error).encode()[:120].decode(errors="ignore")
+        await send({"type": "websocket.close", "code": 1008, "reason": reason})
+        return
+    await error_response(error, scope["path"])(scope, receive, send)
 
 
 async def _on_mlxcel_error(request: Request, exc: Exception) -> JSONResponse:
@@ -51,7 +64,11 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return error_response(ServerError("Internal server error."), request.url.path)
+    response = error_response(ServerError("Internal server error."), request.url.path)
+    # Starlette re-raises the error after this response, and uvicorn then closes the
+    # connection: say so, as RFC 9112 section 9.6 asks of a server that will close.
+    response.headers["Connection"] = "close"
+    return response
 
 
 def install_error_handlers(app: FastAPI) -> None:

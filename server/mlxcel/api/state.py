@@ -13,7 +13,6 @@ from .. import __version__
 from ..config import ServerConfig
 from ..engine.model import LoadedModel
 from ..engine.worker import Engine
-from ..responses_store import ResponsesStores, stores_for
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -26,11 +25,12 @@ FINGERPRINT = f"fp_mlxcel_{__version__.replace('.', '_')}"
 
 @dataclass
 class Services:
-    """What runs beside the engine. The stores and the metrics registry are made with the app;
-    the encoders and the audio and image workers by their routers' lifespans at startup (None
-    where the server was started without their model)."""
+    """What runs beside the engine. The metrics registry is made with the app; the encoders and
+    the audio and image workers by their routers' lifespans at startup (None where the server
+    was started without their model); a family's own services (the Responses store) in
+    ``parts``, by the family's name, opened by that family."""
 
-    stores: ResponsesStores
+    parts: dict[str, Any] = field(default_factory=dict)
     metrics: CollectorRegistry | None = None
     encoders: EncoderService | None = None
     audio: SingleWorker[Any] | None = None
@@ -44,7 +44,7 @@ class AppState:
     services: Services = field(init=False)
 
     def __post_init__(self) -> None:
-        self.services = Services(stores=stores_for(self.config))
+        self.services = Services()
 
     @property
     def model_name(self) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .kokoro import KokoroModel, is_kokoro_checkpoint, kokoro_problem, load_kokoro
-from .whisper import WhisperModel, is_whisper_checkpoint, load_whisper
+from .whisper import WhisperModel, is_whisper_checkpoint, load_whisper, whisper_missing
 
 AudioModel = WhisperModel | KokoroModel
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
@@ -66,7 +66,10 @@ def checkpoint_problem(path_or_repo: str) -> str | None:
         return (f"{path_or_repo} is neither a Whisper checkpoint (mlx-whisper's config.json and "
                 "weights) nor a Kokoro checkpoint (config.json with model_type 'kokoro', "
                 "weights and voices/)")
-    return kokoro_problem(path) if kind == "kokoro" else None
+    if kind == "kokoro":
+        return kokoro_problem(path)
+    install = whisper_missing()
+    return f"Whisper needs mlx-whisper, which is not installed: {install}" if install else None
 
 
 def resolve(path_or_repo: str) -> Path:

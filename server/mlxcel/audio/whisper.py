@@ -8,6 +8,7 @@ when an audio model is configured.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,16 @@ Task = Literal["transcribe", "translate"]
 FALLBACK_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 # Every request samples from the same PRNG state, so one input gives one transcript.
 SAMPLING_SEED = 0
+
+
+# mlx-whisper declares torch, which only its checkpoint converter imports and which resolves to
+# a multi-GB CUDA build on Linux: it goes in without its dependencies, which the extra lists.
+WHISPER_INSTALL = "pip install 'mlxcel[audio]' && pip install --no-deps mlx-whisper==0.4.3"
+
+
+def whisper_missing() -> str | None:
+    """The install command when mlx-whisper is not installed, else None."""
+    return None if importlib.util.find_spec("mlx_whisper") else WHISPER_INSTALL
 
 
 class AudioBackendMissing(RuntimeError):
@@ -89,7 +100,7 @@ def load_whisper(path_or_repo: str, name: str | None = None) -> WhisperModel:
         from mlx_whisper.load_models import load_model
     except ImportError as exc:
         raise AudioBackendMissing(
-            f"--audio-model needs mlx-whisper: pip install 'mlxcel[audio]' ({exc})") from None
+            f"--audio-model needs mlx-whisper: {WHISPER_INSTALL} ({exc})") from None
     local = Path(path_or_repo)
     if local.exists() and not is_whisper_checkpoint(local):
         raise ValueError(f"{path_or_repo} is not a Whisper checkpoint (mlx-whisper's "

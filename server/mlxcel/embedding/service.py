@@ -19,11 +19,19 @@ from fastapi import Request
 
 from ..config import ServerConfig
 from ..errors import NotImplementedRoute, ServerBusy
+from ..startup import installed
 from .model import EncoderModel, load_encoder
 
 log = logging.getLogger("mlxcel.embedding")
 T = TypeVar("T")
 MAX_PENDING = 64
+
+
+def _extra_hint() -> str:
+    if installed("mlx_embeddings"):
+        return ""
+    return (" Encoder models need the 'embeddings' extra, which is not installed: "
+            "pip install 'mlxcel[embeddings]'.")
 
 
 @dataclass
@@ -52,6 +60,7 @@ class EncoderService:
             raise NotImplementedRoute(
                 "Embeddings are not enabled: start the server with --embedding-model (or "
                 "MLXCEL_EMBEDDING_MODEL) to serve /v1/embeddings, /embedding and /embeddings."
+                + _extra_hint()
             )
         return self.embedding
 
@@ -60,6 +69,7 @@ class EncoderService:
             raise NotImplementedRoute(
                 "Reranking is not enabled: start the server with --rerank-model (or "
                 "MLXCEL_RERANK_MODEL) to serve /v1/rerank, /v1/reranking, /rerank and /reranking."
+                + _extra_hint()
             )
         return self.rerank
 

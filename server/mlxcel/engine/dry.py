@@ -18,7 +18,7 @@ Breakers arrive in two forms and end up as one table of token sequences:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import mlx.core as mx
@@ -82,60 +82,78 @@ def breakers_from_strings(
     return tuple(sorted(found))
 
 
-def _repeat_limit(window: Sequence[int], tails: Mapping[int, list[tuple[int, ...]]]) -> int:
-    """Tokens after the most recent breaker (the whole window when there is none)."""
+# Elements compared at once when extending matches (candidates x tokens): bounds the memory of
+# one step whatever the context, e.g. a 32k-token run of one repeated token.
+MATCH_BLOCK = 1 << 20
+
+
+def _repeat_limit(window: np.ndarray, breakers: Sequence[BreakerSequence]) -> int:
+    """Tokens after the most recent breaker (the whole window when there is none). Only the
+    positions holding a breaker's head token are visited, newest first."""
     last = len(window) - 1
-    for back in range(len(window)):
-        options = tails.get(window[last - back])
-        if options is None:
-            continue
+    tails: dict[int, list[tuple[int, ...]]] = {}
+    for head, *tail in breakers:
+        tails.setdefault(head, []).append(tuple(tail))
+    if not tails:
+        return len(window)
+    heads = np.flatnonzero(np.isin(window, np.fromiter(tails, dtype=np.int64)))
+    for position in heads[::-1].tolist():
+        back = last - position
         longest = -1
-        for tail in options:
-            n = len(tail)
-            if longest < n <= back and all(
-                tail[k] == window[last - back + k + 1] for k in range(n)
-            ):
+        for follow in tails[int(window[position])]:
+            n = len(follow)
+            if longest < n <= back and window[position + 1:position + 1 + n].tolist() == \
+                    list(follow):
                 longest = n
         if longest >= 0:
             return back - longest
     return len(window)
 
 
-def repeat_lengths(window: Sequence[int], config: DryConfig) -> dict[int, int]:
+def _match_lengths(tokens: np.ndarray, positions: np.ndarray, limit: int) -> np.ndarray:
+    """For each position ``j``, how many tokens ending at ``j`` equal those ending at the last
+    position (the common suffix), capped at ``limit``. The candidates still matching are
+    extended by blocks that double in length, so a long repeat costs a few array operations
+    rather than one per token."""
+    last = len(tokens) - 1
+    lengths = np.zeros(positions.shape, dtype=np.int64)
+    alive = np.arange(positions.size)
+    matched, block = 0, 1
+    while alive.size and matched < limit:
+        k = max(1, min(block, limit - matched, MATCH_BLOCK // alive.size))
+        offsets = matched + np.arange(k)
+        index = positions[alive][:, None] - offsets[None, :]
+        equal = (index >= 0) & (tokens[np.maximum(index, 0)] == tokens[last - offsets][None, :])
+        whole = equal.all(axis=1)
+        lengths[alive] = matched + np.where(whole, k, np.argmin(equal, axis=1))
+        alive = alive[whole]
+        matched += k
+        block *= 2
+    return lengths
+
+
+def repeat_lengths(window: Sequence[int] | np.ndarray, config: DryConfig) -> dict[int, int]:
     """For each token that would continue a repeat of the context's tail, the length of the
     longest such repeat (only lengths ``>= allowed_length``)."""
-    n = len(window)
+    tokens = np.asarray(window, dtype=np.int64).reshape(-1)
+    n = len(tokens)
     if n < 2:
         return {}
-    tails: dict[int, list[tuple[int, ...]]] = {}
-    for head, *tail in config.breakers:
-        tails.setdefault(head, []).append(tuple(tail))
-    limit = _repeat_limit(window, tails)
+    limit = _repeat_limit(tokens, config.breakers)
     if limit < config.allowed_length:
         return {}
-    tokens = np.asarray(window, dtype=np.int64)
     last = n - 1
-    # candidates: positions j < last whose token equals the last one; extend their match
-    # backwards in lock step with the tail, overlapping allowed, capped at ``limit``.
+    # candidates: positions j < last whose token equals the last one, overlapping allowed
     positions = np.flatnonzero(tokens[:last] == tokens[last])
-    lengths = np.zeros(positions.shape, dtype=np.int64)
-    alive = positions
-    length = 0
-    while alive.size and length < limit:
-        length += 1
-        lengths[np.searchsorted(positions, alive)] = length
-        if length >= limit:
-            break
-        alive = alive[alive - length >= 0]
-        alive = alive[tokens[alive - length] == tokens[last - length]]
+    lengths = _match_lengths(tokens, positions, limit)
     found: dict[int, int] = {}
     if config.allowed_length <= 0:  # every follower in the window counts, even unrepeated
         found = dict.fromkeys(tokens[1:].tolist(), 0)
-    for position, run in zip(positions.tolist(), lengths.tolist(), strict=True):
-        if run >= config.allowed_length:
-            follower = int(tokens[position + 1])
-            if run > found.get(follower, -1):
-                found[follower] = run
+    keep = lengths >= config.allowed_length
+    for follower, run in zip(tokens[positions[keep] + 1].tolist(), lengths[keep].tolist(),
+                             strict=True):
+        if run > found.get(follower, -1):
+            found[follower] = run
     return found
 
 
@@ -146,7 +164,7 @@ def penalty(length: int, config: DryConfig) -> float:
     return min(config.multiplier * config.base**exponent, MAX_PENALTY)
 
 
-def dry_penalties(history: Sequence[int], config: DryConfig) -> dict[int, float]:
+def dry_penalties(history: Sequence[int] | np.ndarray, config: DryConfig) -> dict[int, float]:
     """Penalty per candidate token given the context so far (oldest first)."""
     if not config.enabled:
         return {}
@@ -161,8 +179,8 @@ class DryPenalty:
         self.config = config
 
     def __call__(self, tokens: mx.array, logits: mx.array) -> mx.array:
-        history: list[int] = np.asarray(tokens).reshape(-1).tolist()
-        found = dry_penalties(history, self.config)
+        # The context stays an array: no Python list of the whole history per step.
+        found = dry_penalties(np.asarray(tokens).reshape(-1), self.config)
         if not found:
             return logits
         ids = mx.array(list(found), dtype=mx.int32)

@@ -1,9 +1,10 @@
-"""Turning the engine's log-probability vector into OpenAI-shaped token logprobs."""
+"""Turning the engine's log-probability vectors into OpenAI-shaped token logprobs, a whole
+batch step's at once."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import mlx.core as mx
 
@@ -36,22 +37,41 @@ class LogprobRenderer:
         self._cache: dict[int, tuple[str, tuple[int, ...]]] = {}
 
     def render(self, logprobs: mx.array, token_id: int, top_n: int) -> TokenLogprob:
-        values = logprobs.astype(mx.float32)
-        top: tuple[TopLogprob, ...] = ()
-        if top_n > 0:
-            idx = mx.argpartition(-values, kth=top_n - 1)[:top_n]
-            ids: list[int] = idx.tolist()  # type: ignore[assignment]
-            lps: list[float] = values[idx].tolist()  # type: ignore[assignment]
-            pairs = sorted(zip(ids, lps, strict=True), key=lambda p: -p[1])
-            top = tuple(self._top(i, v) for i, v in pairs)
-        chosen = self._top(token_id, float(values[token_id].item()))  # type: ignore[arg-type]
-        return TokenLogprob(
-            token_id=token_id,
-            token=chosen.token,
-            logprob=chosen.logprob,
-            bytes=chosen.bytes,
-            top=top,
-        )
+        return self.render_batch([logprobs], [token_id], [top_n])[0]
+
+    def render_batch(self, rows: list[mx.array], token_ids: list[int],
+                     top_ns: list[int]) -> list[TokenLogprob]:
+        """The logprobs of every sequence of one step that asked for them, with one
+        evaluation and one transfer to the host for all of them: the sampled token's value
+        and each row's ``top_n`` best, rows of the same ``top_n`` partitioned together."""
+        if not rows:
+            return []
+        values = mx.stack([row.reshape(-1) for row in rows]).astype(mx.float32)
+        chosen = values[mx.arange(len(rows)), mx.array(token_ids)]
+        groups: dict[int, list[int]] = {}
+        for i, top_n in enumerate(top_ns):
+            if top_n > 0:
+                groups.setdefault(top_n, []).append(i)
+        parts: dict[int, tuple[mx.array, mx.array]] = {}
+        for top_n, members in groups.items():
+            group = values[mx.array(members)]
+            idx = mx.argpartition(-group, kth=top_n - 1, axis=-1)[:, :top_n]
+            parts[top_n] = (idx, mx.take_along_axis(group, idx, axis=-1))
+        mx.eval(chosen, *(a for pair in parts.values() for a in pair))
+        tops: list[tuple[TopLogprob, ...]] = [()] * len(rows)
+        for top_n, (idx, lps) in parts.items():
+            id_rows = cast(list[list[int]], idx.tolist())
+            value_rows = cast(list[list[float]], lps.tolist())
+            for i, ids, vals in zip(groups[top_n], id_rows, value_rows, strict=True):
+                pairs = sorted(zip(ids, vals, strict=True), key=lambda p: -p[1])
+                tops[i] = tuple(self._top(t, v) for t, v in pairs)
+        out = []
+        chosen_values = cast(list[float], chosen.tolist())
+        for token_id, value, top in zip(token_ids, chosen_values, tops, strict=True):
+            picked = self._top(token_id, value)
+            out.append(TokenLogprob(token_id=token_id, token=picked.token,
+                                    logprob=picked.logprob, bytes=picked.bytes, top=top))
+        return out
 
     def _top(self, token_id: int, logprob: float) -> TopLogprob:
         text, raw = self._piece(token_id)

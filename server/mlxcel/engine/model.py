@@ -14,8 +14,7 @@ import tokenizers
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 
 from ..limits import check_tokenize_length
-from . import cpu_kernels as kernels
-from .gguf import is_gguf_path, load_gguf
+from .gguf import UnsupportedGGUF, is_gguf_path, load_gguf
 
 if TYPE_CHECKING:
     from .vision import VisionSupport
@@ -88,22 +87,22 @@ def model_display_name(path_or_repo: str) -> str:
     return path.name if path.exists() else path_or_repo
 
 
-def load_model(path_or_repo: str, *, ctx_size: int = 0, cpu_kernels: bool = True) -> LoadedModel:
-    """Load with ``mlx_lm.load``; ``ctx_size`` 0 means the model's own maximum; ``cpu_kernels``
-    swaps in engine/cpu_kernels.py's functions on the CPU."""
+def load_model(path_or_repo: str, *, ctx_size: int = 0) -> LoadedModel:
+    """Load with ``mlx_lm.load``; ``ctx_size`` 0 means the model's own maximum."""
     from mlx_lm import load
 
     from .distributed import load_sharded, sharding_group
 
     group = sharding_group()  # under mlx.launch: this rank's shard (see engine/distributed.py)
     if is_gguf_path(path_or_repo):  # llama.cpp's format, read by engine/gguf/
+        if group is not None:
+            raise UnsupportedGGUF(path_or_repo, "sharded serving takes an mlx-lm directory "
+                                  "(mlxcel-convert writes one from this file)")
         model, tokenizer, config = load_gguf(path_or_repo)
     elif group is not None:
         model, tokenizer, config = load_sharded(path_or_repo, group)
     else:
         model, tokenizer, config = load(path_or_repo, return_config=True)  # type: ignore[misc]
-    if cpu_kernels:
-        kernels.install(model)
     native = int(config.get("max_position_embeddings") or 4096)
     context = ctx_size if ctx_size > 0 else native
     return LoadedModel(
@@ -116,14 +115,12 @@ def load_model(path_or_repo: str, *, ctx_size: int = 0, cpu_kernels: bool = True
     )
 
 
-def load_draft_model(path: str, target: LoadedModel, *, cpu_kernels: bool = True) -> LoadedModel:
+def load_draft_model(path: str, target: LoadedModel) -> LoadedModel:
     """A speculative-decoding draft model; it must share the target's vocabulary (same ids
     for the same tokens), or its drafts would be meaningless."""
     from mlx_lm import load
 
     model, tokenizer, config = load(path, return_config=True)  # type: ignore[misc]
-    if cpu_kernels:
-        kernels.install(model)
     if tokenizer.get_vocab() != target.tokenizer.get_vocab():
         raise ValueError(f"draft model {path} does not share the model's vocabulary")
     return LoadedModel(model_display_name(path), path, model, tokenizer, dict(config),

@@ -12,6 +12,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from ..errors import QueueFull
 from ..generation import PRIORITY_RANK
@@ -20,10 +21,19 @@ from .handle import RequestHandle
 BUSY_MESSAGE = "All slots are busy. Please try again later."
 
 
+class Waiting(NamedTuple):
+    """A queued request in the queue's order, with when it arrived (``time.monotonic``)."""
+
+    rank: int
+    order: int
+    arrived: float
+    handle: RequestHandle
+
+
 class PrefillQueue:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._heap: list[tuple[int, int, RequestHandle]] = []
+        self._heap: list[Waiting] = []
         self._order = itertools.count()
         self._lock = threading.Lock()
         self._nonempty = threading.Condition(self._lock)
@@ -41,9 +51,10 @@ class PrefillQueue:
         with self._lock:
             if len(self._heap) + len(handles) > self.capacity:
                 raise QueueFull(BUSY_MESSAGE)
+            now = time.monotonic()
             for handle in handles:
                 rank = PRIORITY_RANK.get(handle.request.priority, PRIORITY_RANK["normal"])
-                heapq.heappush(self._heap, (rank, next(self._order), handle))
+                heapq.heappush(self._heap, Waiting(rank, next(self._order), now, handle))
             self._pushes += len(handles)
             self._nonempty.notify()
 
@@ -54,13 +65,23 @@ class PrefillQueue:
             if not self._heap:
                 return None
             if blocked is None:
-                return heapq.heappop(self._heap)[2]
-            for item in sorted(self._heap, key=lambda item: item[:2]):
-                if not blocked(item[2]):
+                return heapq.heappop(self._heap).handle
+            for item in sorted(self._heap):
+                if not blocked(item.handle):
                     self._heap.remove(item)
                     heapq.heapify(self._heap)
-                    return item[2]
+                    return item.handle
             return None
+
+    def take(self, handle: RequestHandle) -> bool:
+        """Take ``handle`` out of the queue (the engine starts it); False if it is not there."""
+        with self._lock:
+            for item in self._heap:
+                if item.handle is handle:
+                    self._heap.remove(item)
+                    heapq.heapify(self._heap)
+                    return True
+            return False
 
     def wait(self, timeout: float) -> None:
         """Block the engine thread until something is queued (or ``timeout``)."""
@@ -68,17 +89,12 @@ class PrefillQueue:
             if not self._heap:
                 self._nonempty.wait(timeout)
 
-    def settle(self, quiet: float, cap: float) -> None:
-        """Block until no request has arrived for ``quiet`` seconds, or ``cap`` seconds have
-        passed: an idle engine lets a burst of requests finish arriving, so they start
-        together in one batch rather than the first alone and the rest a step later."""
-        deadline = time.monotonic() + cap
+    def wait_for_arrival(self, timeout: float) -> None:
+        """Block the engine thread until the next request is queued (or ``timeout``), queued
+        requests or not: an idle engine waits so for a burst to finish arriving
+        (engine/step_plan.py)."""
         with self._lock:
-            while (left := deadline - time.monotonic()) > 0:
-                seen = self._pushes
-                self._nonempty.wait(min(quiet, left))
-                if self._pushes == seen:
-                    return
+            self._nonempty.wait(timeout)
 
     def wake(self) -> None:
         with self._lock:
@@ -87,14 +103,17 @@ class PrefillQueue:
     def drop_cancelled(self) -> list[RequestHandle]:
         """Take requests whose client already left out of the queue (frees its capacity)."""
         with self._lock:
-            gone = [item for item in self._heap if item[2].cancelled]
+            gone = [item for item in self._heap if item.handle.cancelled]
             if gone:
-                self._heap = [item for item in self._heap if not item[2].cancelled]
+                self._heap = [item for item in self._heap if not item.handle.cancelled]
                 heapq.heapify(self._heap)
-        return [handle for _, _, handle in gone]
+        return [item.handle for item in gone]
+
+    def waiting(self) -> list[Waiting]:
+        """The queued requests in order (X-Priority, then arrival), with their arrival times."""
+        with self._lock:
+            return sorted(self._heap)
 
     def snapshot(self) -> Iterator[RequestHandle]:
-        with self._lock:
-            items = sorted(self._heap, key=lambda item: item[:2])
-        return (handle for _, _, handle in items)
+        return (item.handle for item in self.waiting())
 

@@ -17,6 +17,8 @@ import mlx.nn as nn
 from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import can_trim_prompt_cache, trim_prompt_cache
 
+from ..generation import DraftStats
+
 
 @dataclass
 class SoloResponse:
@@ -30,6 +32,11 @@ class SoloResponse:
 
 
 class SoloRun:
+    """A request decoding alone through ``generate_step``, until it ends or moves into the
+    batch (a ``SingleSequenceRun``, engine/single_sequence.py)."""
+
+    draft_stats: DraftStats | None = None  # it drafts nothing
+
     def __init__(
         self,
         model: nn.Module,

@@ -11,7 +11,8 @@ a seeded sampler draws exactly as many times as without speculation.
 
 The first token comes from prefill as usual; a request that ends there ran no verify round.
 Requests with logits processors (penalties, logit_bias, grammars) never come here: processors
-are stateful over the token history and are applied per decode step (see ``worker._start``).
+are stateful over the token history and are applied per decode step (engine/worker.py,
+``Engine._solo_run``).
 """
 
 from __future__ import annotations
@@ -145,6 +146,14 @@ class SpeculativeRun:
         self._ready.clear()
 
 
+def drafts(params: SamplingParams, has_processors: bool, configured: bool,
+           default_draft: int) -> bool:
+    """Whether ``choose_drafter`` gives the request a drafter (the scheduler asks before it
+    builds one: engine/step_plan.py)."""
+    n = default_draft if params.num_draft_tokens is None else params.num_draft_tokens
+    return configured and params.speculative and not has_processors and n > 0
+
+
 def choose_drafter(
     params: SamplingParams,
     has_processors: bool,
@@ -155,9 +164,10 @@ def choose_drafter(
 ) -> tuple[Drafter, int] | None:
     """The drafter for one request and its draft length, or None to decode plainly: no drafter
     configured, ``draft_model: null``, ``num_draft_tokens: 0``, or logits processors."""
-    n = default_draft if params.num_draft_tokens is None else params.num_draft_tokens
-    if not params.speculative or has_processors or n <= 0:
+    configured = draft_model is not None or prompt_lookup
+    if not drafts(params, has_processors, configured, default_draft):
         return None
+    n = default_draft if params.num_draft_tokens is None else params.num_draft_tokens
     if draft_model is not None:
         return DraftModelDrafter(draft_model, prefill_step_size), n
     if prompt_lookup:

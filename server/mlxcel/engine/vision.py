@@ -19,7 +19,7 @@ from typing import Any
 
 import mlx.core as mx
 
-from ..generation import VisionInputs
+from ..generation import DraftStats, VisionInputs
 from ..media.policy import MediaPolicy
 from .model import LoadedModel, model_display_name
 from .solo import SoloResponse
@@ -84,7 +84,10 @@ def load_vision_model(path: str, *, ctx_size: int, policy: MediaPolicy) -> Loade
 
 
 class VisionRun:
-    """One VLM sequence, shaped like ``SoloRun`` so the engine steps it the same way."""
+    """One VLM sequence, a ``SingleSequenceRun`` (engine/single_sequence.py) like
+    ``SoloRun``, so the engine steps it the same way."""
+
+    draft_stats: DraftStats | None = None  # it drafts nothing
 
     def __init__(
         self,

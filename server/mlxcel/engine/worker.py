@@ -1,20 +1,19 @@
 """The engine: owns MLX and the generation thread, and runs up to ``parallel`` requests at
-once with continuous batching (mlx-lm's ``BatchGenerator``; on MLX's CPU backend, for dense
-llama-family models, the NumPy batch of ``engine/numpy_decode/`` unless ``--no-numpy-decode``).
+once with continuous batching (mlx-lm's ``BatchGenerator``).
 
-Each loop iteration: drop requests whose client left, admit queued requests into free slots
-(highest X-Priority first, reusing prompt-cache prefixes; an idle engine first lets a burst
-finish arriving, see ``ARRIVAL_QUIET_S``), then advance the batch one step
-(one decode token for every generating sequence plus one prefill chunk for sequences still
-reading their prompt). A failure inside one request ends that request with ``Finished(error)``;
-the loop itself never stops on a request's fault.
+Each loop iteration: drop requests whose client left, ask engine/step_plan.py for the
+iteration's ``StepPlan`` (whether to wait for a burst, which queued requests start in which
+slot and lane, whether the solo sequence joins the batch) and execute it: start the admitted
+requests (reusing prompt-cache prefixes), then advance the single-sequence lane and the batch
+one step (one decode token for every generating sequence plus one prefill chunk for sequences
+still reading their prompt). A failure inside one request ends that request with
+``Finished(error)``; the loop itself never stops on a request's fault.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import logging
 import threading
 import time
@@ -45,25 +44,19 @@ from .adapters import AdapterModels, needs_solo_lane
 from .detokenizer import IncrementalDetokenizer
 from .engine_config import EngineConfig
 from .handle import RequestHandle
+from .heap import settle_heap
 from .logprobs import LogprobRenderer
 from .model import LoadedModel, load_draft_model, load_model
-from .numpy_decode import NumpyBatch, Weights, copy_bytes, numpy_weights
-from .numpy_decode.laned import LanedBatch
-from .numpy_decode.lanes import LaneError, Lanes, lane_count, start_lanes
 from .penalties import build_logits_processors
 from .prompt_cache import PromptCache
-from .sampling import (
-    RequestSampler,
-    build_sampler,
-    check_logit_bias,
-    greedy_sampler,
-    post_sampling_logprobs,
-)
-from .scheduler import PrefillQueue
-from .slots import ActiveSequence
+from .sampling import check_logit_bias, post_sampling_logprobs
+from .scheduler import PrefillQueue, Waiting
+from .single_sequence import SingleSequenceRun
+from .slots import ActiveSequence, guarded_decoding
 from .solo import SoloRun
-from .speculative import SpeculativeRun, can_speculate, choose_drafter
+from .speculative import SpeculativeRun, can_speculate, choose_drafter, drafts
 from .stats import EngineStats, RequestMetrics
+from .step_plan import IDLE_WAIT_S, Admission, EngineNow, QueuedRequest, SoloLane, StepPlan, plan
 from .stops import StopMatcher
 from .thread_exit import wait_gone
 from .vision import VisionRun, is_vision_checkpoint, load_vision_model
@@ -72,44 +65,6 @@ log = logging.getLogger("mlxcel.engine")
 
 __all__ = ["Engine", "EngineConfig", "EngineStats"]
 
-# An idle engine that receives a request waits until none has arrived for ARRIVAL_QUIET_S
-# (at most ARRIVAL_WINDOW_S) before starting it: the requests of a burst, which the event
-# loop parses one after another, then start together in one batch. Without it the first
-# decoded alone for a step (~30 ms with the others being parsed) while the rest waited
-# (benchmarks/README.md, "A burst starts together"). The NumPy batch has no single-sequence
-# lane to avoid (a request joins it at the next step), so it starts requests at once.
-ARRIVAL_QUIET_S = 0.005
-ARRIVAL_WINDOW_S = 0.020
-
-
-GC_YOUNG_THRESHOLD = 50_000
-
-
-def settle_heap() -> None:
-    """Move everything alive after the model load out of the garbage collector's sight.
-
-    The libraries a model load imports leave millions of long-lived objects, and every
-    full collection walked all of them: one took ~0.4 s here during an 8-stream run, with the
-    GIL held, so every stream stalled. Frozen objects are never scanned again (they are still
-    freed by reference counting); only what requests allocate is.
-
-    With the heap frozen, the collector's rule for a full collection (a quarter more
-    long-lived objects than the last one left) fires on nearly nothing, and a request that
-    keeps a hundred thousand objects alive (``n_probs`` over a vocabulary) set off a full
-    collection of them every few thousand allocations, 20-40 ms each with the GIL held. So
-    the youngest generation is collected every ``GC_YOUNG_THRESHOLD`` allocations instead of
-    700 (cycles still freed; a young collection over that many objects ~5 ms).
-    """
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
-def _draws_nothing() -> None:
-    """The rewind of a sampler without state (argmax)."""
-
-
 class Engine:
     """Owns the model, the slots and the generation thread."""
 
@@ -117,6 +72,7 @@ class Engine:
         self.config = config
         self.state = "loading"
         self.load_error: str | None = None
+        self.load_exception: Exception | None = None
         self.model: LoadedModel | None = None
         self.draft: LoadedModel | None = None
         self.stats = EngineStats()
@@ -131,10 +87,9 @@ class Engine:
         self._by_uid: dict[int, ActiveSequence] = {}
         self.adapters = AdapterModels(config.model)
         self._solo: ActiveSequence | None = None
+        self._burst_began: float | None = None  # when this idle engine began a burst wait
         self.solo_moves = 0  # sequences moved from the single-sequence lane into the batch
-        self._batch: BatchGenerator | NumpyBatch | None = None
-        self._numpy_weights: Weights | None = None
-        self._lanes: Lanes | None = None
+        self._batch: BatchGenerator | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mlxcel-engine", daemon=True)
         self._logprobs: LogprobRenderer | None = None
@@ -240,25 +195,30 @@ class Engine:
 
     # -- engine thread ---------------------------------------------------------------------
     def _run(self) -> None:
+        """Plan each iteration (engine/step_plan.py), then execute the plan."""
         if not self._load():
             return
         while not self._stopping:
             self._reap_cancelled()
-            if self._idle and len(self.queue) and self._solo_lane_pays:
-                self.queue.settle(ARRIVAL_QUIET_S, ARRIVAL_WINDOW_S)
-            self._admit()
-            if self._idle:
-                self.queue.wait(0.1)
+            waiting = self.queue.waiting()
+            step = plan(self._queued(waiting), self._free_slots(), self._engine_now())
+            if step.burst_wait_s:
+                if self._burst_began is None:
+                    self._burst_began = time.monotonic()
+                self.queue.wait_for_arrival(step.burst_wait_s)
                 continue
-            if self._solo is not None:
+            self._burst_began = None
+            self._admit(step, [item.handle for item in waiting])
+            if self._idle:
+                self.queue.wait(IDLE_WAIT_S)
+                continue
+            if step.step_solo and self._solo is not None:
                 self._solo_step(self._solo)
-            if self._by_uid:
+            if step.step_batch and self._by_uid:
                 self._step()
         for seq in self._running():
             self._finish(seq, "cancelled")
         mx.synchronize(generation_stream)  # this thread's own streams: see stop()
-        if self._lanes is not None:  # their processes end with the engine
-            self._lanes.close()
 
     @property
     def _idle(self) -> bool:
@@ -271,20 +231,10 @@ class Engine:
                 self.model = load_vision_model(self.config.model, ctx_size=self.config.
                                                slot_ctx_size, policy=self.config.media)
             else:
-                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size,
-                                        cpu_kernels=self.config.cpu_kernels)
+                self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
                 if self.config.draft_model:
-                    self.draft = load_draft_model(self.config.draft_model, self.model,
-                                                  cpu_kernels=self.config.cpu_kernels)
+                    self.draft = load_draft_model(self.config.draft_model, self.model)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
-            self._numpy_weights = numpy_weights(
-                self.model.model, self.config.numpy_decode and self.model.vision is None
-                and not self.config.solo_only, threads=self.config.numpy_threads)
-            if self._numpy_weights is not None:
-                spread_from = self.config.decode_lanes_from
-                self._lanes = start_lanes(self._numpy_weights, lane_count(
-                    self.config.decode_lanes, copy_bytes(self.model.model) // 4,
-                    slots=len(self.slots), spread_from=spread_from), spread_from)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
             settle_heap()
@@ -295,26 +245,15 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - any load failure is reported, not raised
             self.state = "failed"
             self.load_error = f"{type(exc).__name__}: {exc}"
-            log.exception("model failed to load")
+            self.load_exception = exc
+            # mlxcel-server reports it in one line (startup.py); the traceback is for debugging
+            log.debug("model failed to load", exc_info=True)
             if self.on_fatal is not None:
                 self.on_fatal()
             return False
 
-    def _new_batch(self) -> BatchGenerator | NumpyBatch:
+    def _new_batch(self) -> BatchGenerator:
         assert self.model is not None
-        if self._numpy_weights is not None and self._lanes is not None:
-            try:
-                return LanedBatch(self._numpy_weights, self._lanes,
-                                  prefill_step_size=self.config.prefill_step_size,
-                                  cache_dtype=self._numpy_weights.dtype)
-            except LaneError:  # a lane could not be started again: decode in this process
-                log.exception("decode lanes lost; decoding in the server's process")
-                self._lanes.close()
-                self._lanes = None
-        if self._numpy_weights is not None:
-            return NumpyBatch(self._numpy_weights,
-                              prefill_step_size=self.config.prefill_step_size,
-                              cache_dtype=self._numpy_weights.dtype)
         n = len(self.slots)
         return BatchGenerator(
             self.model.model,
@@ -330,26 +269,65 @@ class Engine:
             if seq.handle.cancelled:
                 self._finish(seq, "cancelled")
 
-    def _admit(self) -> None:
-        for slot, occupant in enumerate(self.slots):
-            if occupant is not None:
+    # -- planning snapshots ----------------------------------------------------------------
+    def _queued(self, waiting: list[Waiting]) -> list[QueuedRequest]:
+        """The queue as the plan reads it (``key``: the index in ``waiting``)."""
+        now = time.monotonic()
+        # Whether a request would draft is asked only when it could start: building its
+        # processors to find out is not free.
+        startable = any(seq is None for seq in self.slots)
+        return [QueuedRequest(key, item.rank, item.order, now - item.arrived,
+                              adapter=needs_solo_lane(item.handle),
+                              speculative=startable and self._drafts(item.handle.request))
+                for key, item in enumerate(waiting)]
+
+    def _drafts(self, request: GenerationRequest) -> bool:
+        configured = self.draft is not None or self.config.prompt_lookup
+        if not configured or not request.sampling.speculative:
+            return False
+        try:
+            processors = bool(request.logits_processor_factories) or bool(
+                build_logits_processors(request.sampling))
+        except Exception:  # noqa: BLE001 - it fails again, as this request's error, in _start
+            return False
+        return drafts(request.sampling, processors, configured, self.config.draft_max)
+
+    def _free_slots(self) -> list[int]:
+        return [slot for slot, occupant in enumerate(self.slots) if occupant is None]
+
+    def _engine_now(self) -> EngineNow:
+        seq = self._solo
+        lane: SoloLane = "free"
+        if seq is not None:
+            movable = isinstance(seq.solo, SoloRun) and seq.solo.movable and self._batch is not None
+            lane = "movable" if movable else "fixed"
+        began = self._burst_began
+        return EngineNow(batch_size=len(self._by_uid), solo=lane,
+                         vision_model=self.model is not None and self.model.vision is not None,
+                         solo_only=self.config.solo_only,
+                         burst_waited_s=0.0 if began is None else time.monotonic() - began)
+
+    # -- executing a plan ------------------------------------------------------------------
+    def _admit(self, step: StepPlan, handles: list[RequestHandle]) -> None:
+        moved = False
+        for admission in step.admissions:
+            if admission.lane != "batch" and self._solo is not None:
+                return  # the solo sequence declined to move after all: plan again next time
+            if admission.lane == "batch" and step.move_solo and not moved:
+                self._move_solo_to_batch()
+                moved = True
+            handle = handles[admission.key]
+            if not self.queue.take(handle):
                 continue
-            if self._solo is not None and self.model is not None and self.model.vision:
-                return  # a VLM runs one sequence at a time; the rest wait in the queue
-            # A request with a LoRA adapter needs the single-sequence lane: it waits (keeping
-            # its place) while the lane is taken, and others go ahead of it.
-            lane_taken = self._solo is not None
-            handle = self.queue.pop(needs_solo_lane if lane_taken else None)
-            if handle is None:
-                return
             try:
-                self._start(slot, handle)
+                self._start(admission, handle)
             except Exception as exc:  # noqa: BLE001 - this request fails, the loop goes on
                 log.exception("could not start request %s", handle.request.request_id)
                 n = len(handle.request.prompt_tokens)
                 handle.emit(Finished("error", n, 0, error=type(exc).__name__))
 
-    def _start(self, slot: int, handle: RequestHandle) -> None:
+    def _start(self, admission: Admission, handle: RequestHandle) -> None:
+        """Execute one admission: the request's sequence in its slot, on its planned lane."""
         assert self.model is not None
         model, request = self.model, handle.request
         prompt = request.prompt_tokens
@@ -361,7 +339,7 @@ class Engine:
         if self._caches(request):
             cached, cache = self.prompt_cache.lookup(prompt)  # type: ignore[union-attr]
         seq = ActiveSequence(
-            slot=slot,
+            slot=admission.slot,
             uid=-1,
             handle=handle,
             detok=IncrementalDetokenizer(model),
@@ -372,70 +350,61 @@ class Engine:
             cached_tokens=cached,
         )
         seq.report_progress(cached)  # llama-server's first progress: the cached part only
-        sampler = build_sampler(request.sampling, model.vocab_size)
-        # What undoes the sampler's last draw, where the solo lane may hand the sequence to the
-        # batch: argmax draws nothing; other samplers without a rewind cannot move.
-        rewind = (sampler.rewind if isinstance(sampler, RequestSampler)
-                  else _draws_nothing if sampler is greedy_sampler else None)
-        if sampler is not greedy_sampler:  # argmax cannot fail; anything else is guarded
-            sampler = seq.guard.sampler(sampler)
-        builtin = build_logits_processors(request.sampling)
-        processors: list[Any] = [seq.guard.processor(p, eval_now=False) for p in builtin]
-        processors += [seq.guard.processor(make()) for make in request.logits_processor_factories]
-        # Sharded serving mirrors model calls on the followers, not cache trims: no drafter;
-        # a VLM decodes on its own lane without one.
-        drafter = None if self.config.solo_only or model.vision is not None else choose_drafter(
-            request.sampling, bool(processors), self.draft.model if self.draft else None,
-            self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size)
-        if model.vision is not None:
+        sampler, rewind, processors = guarded_decoding(seq, model.vocab_size)
+        if admission.lane == "vision":
             seq.solo = VisionRun(model.model, list(prompt), request.vision, sampler, processors,
                                  max_tokens, self.config.prefill_step_size)
             self._solo = seq
-        # A speculative or adapter request takes the single-sequence lane whenever it is free
-        # (neither can join the batch); a speculative one finding it taken decodes plainly in
-        # the batch, an adapter one waits for it (see _admit).
-        elif self.config.solo_only or (self._solo is None and (
-                drafter is not None or needs_solo_lane(handle)
-                or (self._solo_lane_pays and not self._by_uid and len(self.queue) == 0))):
-            weights = self.adapters.get(request.adapter) if request.adapter else model.model
-            solo_cache = cache or make_prompt_cache(weights)
-            if drafter is not None and can_speculate(solo_cache):
-                seq.solo = SpeculativeRun(
-                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
-                    sampler, drafter[0], drafter[1], max_tokens, self.config.prefill_step_size)
-            else:
-                seq.solo = SoloRun(
-                    weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
-                    sampler, processors, max_tokens, self.config.prefill_step_size,
-                    rewind=None if self.config.solo_only or request.adapter is not None else rewind,
-                    on_progress=(lambda done, _: seq.report_progress(cached + done))
-                    if request.report_progress else None,
-                )
+        elif admission.lane == "solo":
+            seq.solo = self._solo_run(seq, admission.speculate, cache, sampler, rewind, processors)
             self._solo = seq
         else:
-            assert self._batch is not None
-            self._move_solo_to_batch()
-            (seq.uid,) = self._batch.insert(
-                [list(prompt[cached:])],
-                max_tokens=[max_tokens],
-                caches=[cache] if cache is not None else None,
-                all_tokens=[list(prompt[:cached])],
-                samplers=[sampler],
-                logits_processors=[processors],
-            )
-            self._by_uid[seq.uid] = seq
-        self.slots[slot] = seq
+            self._join_batch(seq, cache, sampler, processors)
+        self.slots[admission.slot] = seq
         fresh = len(prompt) - cached
         self.stats.sequences_started += 1
         self.stats.total_prefill_tokens += fresh
         self.stats.prefill_chunks_processed += -(-fresh // self.config.prefill_step_size)
         self.stats.active_sequences = self.active_sequences
 
-    @property
-    def _solo_lane_pays(self) -> bool:
-        """Whether a lone plain request decodes faster on the single-sequence lane than in
-        the batch: true of mlx-lm's ``BatchGenerator``, not of the NumPy batch."""
-        return not isinstance(self._batch, NumpyBatch)
+    def _solo_run(self, seq: ActiveSequence, speculate: bool, cache: Any, sampler: Any,
+                  rewind: Any, processors: list[Any]) -> SingleSequenceRun:
+        """The runner of a sequence starting on the single-sequence lane: speculative when
+        the plan says so and its cache can be rewound, else ``generate_step``."""
+        assert self.model is not None
+        request, cached = seq.handle.request, seq.cached_tokens
+        prompt = request.prompt_tokens
+        weights = self.adapters.get(request.adapter) if request.adapter else self.model.model
+        solo_cache = cache or make_prompt_cache(weights)
+        drafter = choose_drafter(
+            request.sampling, bool(processors), self.draft.model if self.draft else None,
+            self.config.prompt_lookup, self.config.draft_max, self.config.prefill_step_size,
+        ) if speculate else None
+        if drafter is not None and can_speculate(solo_cache):
+            return SpeculativeRun(
+                weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+                sampler, drafter[0], drafter[1], seq.max_tokens, self.config.prefill_step_size)
+        return SoloRun(
+            weights, list(prompt[cached:]), solo_cache, list(prompt[:cached]),
+            sampler, processors, seq.max_tokens, self.config.prefill_step_size,
+            rewind=None if self.config.solo_only or request.adapter is not None else rewind,
+            on_progress=(lambda done, _: seq.report_progress(cached + done))
+            if request.report_progress else None,
+        )
+
+    def _join_batch(self, seq: ActiveSequence, cache: Any, sampler: Any,
+                    processors: list[Any]) -> None:
+        assert self._batch is not None
+        prompt, cached = seq.handle.request.prompt_tokens, seq.cached_tokens
+        (seq.uid,) = self._batch.insert(
+            [list(prompt[cached:])],
+            max_tokens=[seq.max_tokens],
+            caches=[cache] if cache is not None else None,
+            all_tokens=[list(prompt[:cached])],
+            samplers=[sampler],
+            logits_processors=[processors],
+        )
+        self._by_uid[seq.uid] = seq
 
     def _move_solo_to_batch(self) -> None:
         """A plain sequence on the single-sequence lane joins the batch that a new request is
@@ -469,6 +438,7 @@ class Engine:
         return solo + list(self._by_uid.values())
 
     def _solo_step(self, seq: ActiveSequence) -> None:
+        assert seq.solo is not None  # the lane's sequence has its runner
         try:
             response = seq.solo.next()
         except StopIteration:
@@ -497,12 +467,39 @@ class Engine:
                 reading.report_progress(reading.cached_tokens + chunk.progress[0])
         if responses:
             self.stats.decode_steps_processed += 1
-        for response in responses:
-            running = self._by_uid.get(response.uid)
-            if running is not None:
-                self._on_token(running, response)
+        pairs = [(running, response) for response in responses
+                 if (running := self._by_uid.get(response.uid)) is not None]
+        for (running, response), logprob in zip(pairs, self._step_logprobs(pairs), strict=True):
+            self._on_token(running, response, logprob)
 
-    def _on_token(self, seq: ActiveSequence, response: Any) -> None:
+    def _step_logprobs(self, pairs: list[tuple[ActiveSequence, Any]]) -> list[TokenLogprob | None]:
+        """The logprobs of every sequence of a step that asked for them, rendered together
+        (one host transfer for the step, not three per sequence)."""
+        out: list[TokenLogprob | None] = [None] * len(pairs)
+        wanted = [i for i, (seq, _) in enumerate(pairs) if seq.handle.request.logprobs]
+        if not wanted or self._logprobs is None:
+            return out
+        rows, tokens, top_ns = [], [], []
+        for i in wanted:
+            seq, response = pairs[i]
+            rows.append(self._logprob_row(seq, response))
+            tokens.append(int(response.token))
+            top_ns.append(seq.handle.request.top_logprobs)
+        for i, rendered in zip(wanted, self._logprobs.render_batch(rows, tokens, top_ns),
+                               strict=True):
+            out[i] = rendered
+        return out
+
+    @staticmethod
+    def _logprob_row(seq: ActiveSequence, response: Any) -> Any:
+        request = seq.handle.request
+        return post_sampling_logprobs(response.logprobs, request.sampling) \
+            if request.post_sampling_probs else response.logprobs
+
+    def _on_token(self, seq: ActiveSequence, response: Any,
+                  rendered: TokenLogprob | None = None) -> None:
+        """One sampled token of ``seq``; ``rendered`` is its logprobs when the batch step
+        rendered them already."""
         removed = response.finish_reason is not None
         cache = (response.prompt_cache, response.all_tokens) if removed else None
         if seq.guard.error is not None:
@@ -522,10 +519,11 @@ class Engine:
             self._finish(seq, "stop", removed=removed, cache=cache)
             return
         logprobs: tuple[TokenLogprob, ...] = ()
-        if request.logprobs and self._logprobs is not None:
-            row = post_sampling_logprobs(response.logprobs, request.sampling) \
-                if request.post_sampling_probs else response.logprobs
-            logprobs = (self._logprobs.render(row, token, request.top_logprobs),)
+        if rendered is not None:
+            logprobs = (rendered,)
+        elif request.logprobs and self._logprobs is not None:
+            logprobs = (self._logprobs.render(self._logprob_row(seq, response), token,
+                                              request.top_logprobs),)
         text = seq.stops.feed(seq.detok.add(token))
         if text or logprobs:
             seq.handle.emit(TokenDelta(text, (token,), logprobs))
@@ -544,7 +542,7 @@ class Engine:
         cache: tuple[Any, Any] | None = None,
     ) -> None:
         request = seq.handle.request
-        draft = getattr(seq.solo, "draft_stats", None)
+        draft = seq.solo.draft_stats if seq.solo is not None else None
         donate = self._caches(request) and reason != "error"
         if seq.solo is not None:
             if cache is None and donate:

@@ -5,7 +5,8 @@ Local paths are resolved (``..`` and every symlink followed) before the root che
 traversal or a symlink that leads outside every root is refused like any other outside path;
 with no root configured every local path is refused. Remote URLs: the host's addresses are
 checked before connecting and the connected peer after it (redirects are followed by hand, each
-hop checked again); a non-public address is refused unless ``MLXCEL_ALLOW_PRIVATE_MEDIA_URLS=1``.
+hop checked again); a non-public address (``addresses.py``: IPv4 written inside IPv6 included)
+is refused unless ``MLXCEL_ALLOW_PRIVATE_MEDIA_URLS=1``.
 Every source is bounded by ``max_bytes`` (413) and remote fetches by ``fetch_timeout_s``.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
 import socket
 import time
 from pathlib import Path
@@ -22,6 +22,7 @@ from urllib.parse import unquote, unquote_to_bytes, urljoin, urlparse
 import httpx
 
 from ..errors import InvalidRequestError, RequestTooLarge
+from .addresses import is_public_address
 from .policy import MediaPolicy
 
 MAX_REDIRECTS = 3
@@ -102,13 +103,6 @@ def read_local(path: Path, policy: MediaPolicy, param: str) -> bytes:
     return data
 
 
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
 def _check_host(host: str, port: int, policy: MediaPolicy, param: str) -> None:
     if policy.allow_private_urls:
         return
@@ -117,7 +111,7 @@ def _check_host(host: str, port: int, policy: MediaPolicy, param: str) -> None:
     except OSError:
         raise InvalidRequestError(f"{param}: the media host could not be resolved.",
                                   param=param) from None
-    if not infos or not all(_is_public(str(info[4][0])) for info in infos):
+    if not infos or not all(is_public_address(str(info[4][0])) for info in infos):
         raise InvalidRequestError(
             f"{param}: the media URL resolves to a non-public address, which the server "
             "refuses (MLXCEL_ALLOW_PRIVATE_MEDIA_URLS=1 allows it).", param=param)
@@ -128,7 +122,7 @@ def _check_peer(response: httpx.Response, policy: MediaPolicy, param: str) -> No
         return
     stream = response.extensions.get("network_stream")
     peer = stream.get_extra_info("server_addr") if stream is not None else None
-    if peer and not _is_public(str(peer[0])):
+    if peer and not is_public_address(str(peer[0])):
         raise InvalidRequestError(
             f"{param}: the media URL connected to a non-public address, which the server "
             "refuses.", param=param)

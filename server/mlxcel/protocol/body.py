@@ -1,8 +1,9 @@
 """Reading a JSON request body into a pydantic model with OpenAI-style 400s (never a 422).
 
 A body is bounded before it is parsed (``json_shape.check_structure``: the number of values it
-can hold) and checked after (nesting depth, lone surrogates); a number beyond a double's range
-(``1e400``) is refused while parsing, so nothing downstream ever sees an infinity.
+can hold), decoded as strict UTF-8, and checked after (nesting depth, lone surrogates); a
+number beyond a double's range (``1e400``) is refused while parsing, so nothing downstream ever
+sees an infinity.
 """
 
 from __future__ import annotations
@@ -36,12 +37,26 @@ def require_json_media_type(content_type: str | None, route: str, hint: str = ""
             f"{media or 'an empty Content-Type'}.{hint}")
 
 
+def _utf8_text(raw: bytes) -> str:
+    """The body as text. RFC 8259 section 8.1 requires UTF-8; ``json.loads`` on bytes would
+    decode with ``surrogatepass``, so an encoded lone surrogate (``ED A0 80``) would reach the
+    tokenizer as a string it cannot encode."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(
+            f"The request body is not valid JSON: it is not valid UTF-8 (RFC 8259 section 8.1 "
+            f"requires it): byte 0x{raw[exc.start]:02x} at offset {exc.start}, {exc.reason}."
+        ) from None
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise InvalidRequestError("The request body is empty; a JSON object is required.")
     check_structure(raw)
+    text = _utf8_text(raw)
     try:
-        data = json.loads(raw, parse_constant=_reject_constant, parse_float=finite_float,
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=finite_float,
                           parse_int=json_int)
     except InvalidRequestError:
         raise

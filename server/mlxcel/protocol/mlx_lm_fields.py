@@ -10,11 +10,13 @@ directory name); any other value is a 400, because a request never makes the ser
 file. Without a configured draft model it is the documented 501. ``draft_model: null`` decodes
 this request without a drafter (mlx-lm unloads its draft model; this server keeps it for the
 other requests). Everything that is the request's fault (no allowlist configured, a path that
-escapes it, a missing directory) is a 400 ``invalid_request_error`` first.
+escapes it, a missing directory, an adapter configuration mlx-lm cannot apply) is a 400
+``invalid_request_error`` first.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -54,7 +56,50 @@ def resolve_adapter(value: str, adapter_dir: str | None) -> Path:
         raise InvalidRequestError(
             f"{value!r} is not an mlx-lm adapter directory (it needs "
             f"{' and '.join(ADAPTER_FILES)}).", param="adapters")
+    problem = adapter_problem(real)
+    if problem is not None:
+        raise InvalidRequestError(f"Adapter {value!r}: {problem}.", param="adapters")
     return real
+
+
+def adapter_problem(directory: Path) -> str | None:
+    """What keeps mlx-lm from applying the adapter in ``directory``, or None. The fields are
+    what ``mlx_lm.tuner.utils.load_adapters`` reads (``fine_tune_type`` lora, dora or full;
+    otherwise ``num_layers`` and ``lora_parameters`` with ``rank``, ``scale`` and ``dropout``);
+    the weights file must at least be a safetensors file (an 8-byte header length, then a
+    JSON header: https://github.com/huggingface/safetensors#format)."""
+    try:
+        config = json.loads((directory / "adapter_config.json").read_bytes())
+    except (OSError, ValueError):
+        return "adapter_config.json is not readable JSON"
+    if not isinstance(config, dict):
+        return "adapter_config.json must hold a JSON object"
+    kind = config.get("fine_tune_type", "lora")
+    if kind not in ("lora", "dora", "full"):
+        return f"adapter_config.json: fine_tune_type must be lora, dora or full, not {kind!r}"
+    if kind != "full":
+        if not isinstance(config.get("num_layers"), int):
+            return "adapter_config.json needs an integer num_layers"
+        lora = config.get("lora_parameters")
+        if not isinstance(lora, dict):
+            return "adapter_config.json needs a lora_parameters object"
+        for key in ("rank", "scale", "dropout"):
+            if isinstance(lora.get(key), bool) or not isinstance(lora.get(key), int | float):
+                return f"adapter_config.json: lora_parameters needs a number {key}"
+    return _safetensors_problem(directory / "adapters.safetensors")
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    try:
+        with path.open("rb") as weights:
+            size = path.stat().st_size
+            header_bytes = int.from_bytes(weights.read(8), "little")
+            if size < 8 or header_bytes > size - 8:
+                return "adapters.safetensors is not a safetensors file"
+            header = json.loads(weights.read(header_bytes))
+    except (OSError, ValueError):
+        return "adapters.safetensors is not a safetensors file"
+    return None if isinstance(header, dict) else "adapters.safetensors is not a safetensors file"
 
 
 def draft_model_names(draft_model: str) -> set[str]:

@@ -12,6 +12,7 @@ from ..chat.thinking_budget import requested_budget
 from ..config import GenerationDefaults
 from ..errors import InvalidRequestError
 from ..generation import LoopDetection, SamplingParams
+from .field_limits import Identifier
 from .types import INT32_MAX, Int, Omittable
 
 
@@ -58,7 +59,7 @@ class OpenAISamplingFields(BaseModel):
     draft_model: str | None = None
     num_draft_tokens: Int | None = Field(default=None, ge=0)
     logit_bias: dict[str, float] | None = None
-    user: str | None = None
+    user: Identifier | None = None  # bounded: field_limits.py
     ignore_eos: bool | None = None
     p_less: bool | None = None
     dry_multiplier: float | None = Field(default=None, ge=0.0)

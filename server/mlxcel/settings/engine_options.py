@@ -1,4 +1,4 @@
-"""Settings of the engine: slots, queue, prompt cache, CPU kernels, speculative decoding and
+"""Settings of the engine: slots, queue, prompt cache, streaming, speculative decoding and
 the bounds of image and video inputs. Nothing here imports the engine (chat/ and structured/
 read the request limits, which must not reach the engine): the engine imports its prompt-cache
 defaults from here."""
@@ -44,35 +44,6 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
     Option("cache_ttl", DEFAULT_TTL_S, "seconds a prompt cache entry is kept after its last "
            "use", ENGINE, flags=("--cache-ttl",), type=float, to="engine",
            field="cache_ttl_s"),
-    Option("cpu_kernels", True, "mlxcel's vectorized SwiGLU and decode attention on MLX's CPU "
-           "backend (off: mlx-lm's own, bit-identical to mlx-lm, slower at large batches)",
-           ENGINE, off_flags=("--no-cpu-kernels",), env=("MLXCEL_CPU_KERNELS",),
-           kind="bool", to="engine"),
-    Option("numpy_decode", True, "on MLX's CPU backend (Linux without a GPU), decode dense "
-           "llama-family models with mlxcel's NumPy forward pass instead of MLX: 2-4x the "
-           "tokens per second of MLX's CPU backend, greedy tokens equal, logprobs within 1e-4 "
-           "(benchmarks/README.md); off keeps MLX for every step; no effect on Metal or CUDA",
-           ENGINE, flags=("--numpy-decode",), off_flags=("--no-numpy-decode",),
-           env=("MLXCEL_NUMPY_DECODE",), kind="bool", to="engine"),
-    Option("threads", 0, "threads of the NumPy decode path's matrix products (numpy's "
-           "OpenBLAS); 0 (or below): one per core, at most 8, for a model of 4M parameters or "
-           "more, else one", ENGINE, flags=("-t", "--threads"),
-           env=("MLXCEL_NUMPY_THREADS", "LLAMA_ARG_THREADS"), type=int, to="engine",
-           field="numpy_threads", minimum=0),
-    Option("decode_lanes", 0, "processes of their own that the NumPy decode path's batch "
-           "spreads over from 12 sequences on, each holding its own sequences and one BLAS "
-           "thread and a copy of the weights (engine/numpy_decode/lanes.py); "
-           "1: none, the batch decodes in the server's process; 0: one per core, at most 2, for "
-           "a model of 4M to 256M parameters; a server of fewer than 12 slots (-np) starts "
-           "none", ENGINE,
-           flags=("--decode-lanes",), env=("MLXCEL_DECODE_LANES",), type=int, to="engine",
-           minimum=0),
-    Option("decode_lanes_from", 12, "sequences decoding at once from which the NumPy decode "
-           "path's batch spreads over its lanes (--decode-lanes); below it the server's own "
-           "process decodes them all on every BLAS thread; 12 was measured on 2 cores, 0 puts "
-           "every sequence in a lane process", ENGINE,
-           flags=("--decode-lanes-from",), env=("MLXCEL_DECODE_LANES_FROM",), type=int,
-           to="engine", minimum=0),
     Option("stream_interval_ms", 4.0, "milliseconds a stream's tokens gather between socket "
            "writes (0 sends each token as it is generated; the first token and the end go at "
            "once; only a stream faster than one token per interval is grouped)", ENGINE,

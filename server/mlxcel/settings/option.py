@@ -8,8 +8,10 @@ and the config objects (``settings/derive.py``) are all made from these declarat
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 T = TypeVar("T")
@@ -38,6 +40,19 @@ def env_bool(name: str, value: str) -> bool:
 def comma_list(value: str) -> tuple[str, ...]:
     """``a, b,,c`` -> ``("a", "b", "c")``."""
     return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+class BadFilePath(argparse.ArgumentTypeError, ValueError):
+    """A file setting naming a directory: argparse shows the message, an environment variable
+    is a ``SettingError``."""
+
+
+def file_path(value: str) -> str:
+    """A file the server may create or open (``:memory:`` is SQLite's name for none): checked
+    when the setting is read, so that a directory is refused before the server starts."""
+    if value != ":memory:" and Path(value).expanduser().is_dir():
+        raise BadFilePath(f"{value!r} is a directory; name a file in it")
+    return value
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,22 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .option import Option, SettingError, comma_list
+from .option import Option, SettingError, comma_list, file_path
 
-METAVARS: dict[Any, str] = {int: "N", float: "X", comma_list: "A,B"}
+METAVARS: dict[Any, str] = {int: "N", float: "X", comma_list: "A,B", file_path: "PATH"}
 
 
 def help_text(option: Option[Any], off: bool = False) -> str:
-    """``--help``'s line for ``option`` (``off``: for its ``--no-...`` flag)."""
-    text = f"turn off: {option.help}" if off else option.help
-    text = f"{text} (default: {option.default_text()})"
+    """``--help``'s line for ``option`` (``off``: for its ``--no-...`` flag). An off flag
+    beside an on flag names that flag and which of the two is the default (``--no-slots``:
+    "opposite of --slots (default: --slots)"), so its line never reads as the feature itself."""
+    if off and option.flags:
+        on = option.flags[0]
+        default = on if option.default else option.off_flags[0]
+        text = f"opposite of {on} (default: {default})"
+    else:
+        text = f"turn off: {option.help}" if off else option.help
+        text = f"{text} (default: {option.default_text()})"
     if option.env:
         text += f" [env {', '.join(option.env)}]"
     return text.replace("%", "%%")

@@ -3,7 +3,7 @@ API stores and logging (flag names and ``LLAMA_ARG_*`` variables as llama-server
 
 from __future__ import annotations
 
-from .option import Option
+from .option import Option, file_path
 
 SERVER = "Server"
 TEMPLATES = "Chat templates"
@@ -61,6 +61,11 @@ SERVER_OPTIONS: tuple[Option[object], ...] = (
     Option("pooling", None, "embedding pooling", MODELS, flags=("--pooling",),
            env=("LLAMA_ARG_POOLING",), choices=("none", "mean", "cls", "last"),
            shown_default="the checkpoint's sentence-transformers setting, else mean"),
+    Option("store_path", None, "SQLite file holding stored responses and conversations across "
+           "restarts; `:memory:` keeps them in memory only (lost when the server stops)", STORES,
+           flags=("--store-path",), env=("MLXCEL_STORE_PATH",), type=file_path,
+           shown_default="responses.sqlite3 in the user's data directory: $XDG_DATA_HOME/mlxcel/, "
+           "else ~/.local/share/mlxcel/ (~/Library/Application Support/mlxcel/ on macOS)"),
     Option("responses_store_max_entries", 1024, "stored responses kept for GET, DELETE, cancel "
            "and previous_response_id; 0 disables the store", STORES,
            flags=("--responses-store-max-entries",),
@@ -74,7 +79,9 @@ SERVER_OPTIONS: tuple[Option[object], ...] = (
     Option("conversation_store_ttl_secs", 3600, "seconds a conversation is kept after its last "
            "write", STORES, flags=("--conversation-store-ttl-secs",),
            env=("LLAMA_ARG_CONVERSATION_STORE_TTL_SECS",), type=int),
-    Option("responses_store_max_bytes", 256 * 1024 * 1024, "bytes each Responses API store "
-           "(responses, conversations) may hold; the oldest entries go first", STORES,
-           flags=("--responses-store-max-bytes",), type=int, minimum=0),
+    Option("responses_store_max_bytes", 256 * 1024 * 1024, "bytes the Responses store may hold, "
+           "responses and conversations together, counted as the UTF-8 JSON it stores; the "
+           "least recently used entries are evicted first", STORES,
+           flags=("--store-bytes", "--responses-store-max-bytes"), env=("MLXCEL_STORE_BYTES",),
+           type=int, minimum=0),
 )

@@ -4,6 +4,7 @@
 - ``gguf_file``: reading tensors (MLX's reader) and metadata;
 - ``requantize``: tensor types MLX does not keep, through llama.cpp's ``gguf.quants``;
 - ``architectures``: which ``general.architecture`` becomes which mlx-lm model, and its config;
+- ``rope_scaling``: linear and Llama 3 rope scaling (the ``rope_freqs`` tensor);
 - ``tensor_names``: GGUF tensor names onto the model's parameters; the rope row permutation;
 - ``gguf_tokenizer``: ``tokenizer.ggml.*`` as a Hugging Face tokenizer;
 - ``model_builder``: the model, and the fast startup check;

@@ -3,7 +3,7 @@ and the mlx-lm config made from the file's ``{arch}.*`` hyper-parameters.
 
 Key names: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md ("LLM" standardized keys);
 llama.cpp's converter (convert_hf_to_gguf.py, ``LlamaModel.permute``) permutes the rows of
-``attn_q``/``attn_k`` for llama-style rope, and not for Qwen's (``Qwen2Model`` has no permute).
+``attn_q``/``attn_k`` for llama-style rope, and not for Qwen's or Gemma's.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import gguf
 
+from .rope_scaling import ROPE_FREQS, rope_scaling
 from .unsupported import UnsupportedGGUF
 
 
@@ -24,6 +25,9 @@ class Architecture:
     gguf_arch: gguf.MODEL_ARCH
     model_type: str
     rope_permuted: bool
+    # llama.cpp stores Gemma's RMSNorm weights plus one (conversion/gemma.py, ``modify_tensors``)
+    # where mlx-lm's Gemma adds the one itself.
+    norms_plus_one: bool = False
 
 
 # Mistral's GGUFs (7B and its fine-tunes) are written as "llama" and load through that entry.
@@ -31,6 +35,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     "llama": Architecture(gguf.MODEL_ARCH.LLAMA, "llama", rope_permuted=True),
     "qwen2": Architecture(gguf.MODEL_ARCH.QWEN2, "qwen2", rope_permuted=False),
     "qwen3": Architecture(gguf.MODEL_ARCH.QWEN3, "qwen3", rope_permuted=False),
+    "gemma": Architecture(gguf.MODEL_ARCH.GEMMA, "gemma", rope_permuted=False,
+                          norms_plus_one=True),
 }
 
 
@@ -53,18 +59,13 @@ def _number(path: str, metadata: dict[str, Any], key: str, default: Any = None) 
     return value
 
 
-def _rope_scaling(path: str, metadata: dict[str, Any], arch: str) -> dict[str, Any] | None:
-    kind = metadata.get(f"{arch}.rope.scaling.type")
-    if kind in (None, "none"):
-        return None
-    factor = float(_number(path, metadata, f"{arch}.rope.scaling.factor"))
-    if kind == "linear":
-        return {"type": "linear", "factor": factor}
-    raise UnsupportedGGUF(path, f"rope scaling {kind!r} is not supported")
+# Tensors the config is read from, not weights of the model.
+CONFIG_TENSORS = frozenset({ROPE_FREQS})
 
 
 def model_config(path: str, metadata: dict[str, Any], tensors: dict[str, Any]) -> dict[str, Any]:
-    """The mlx-lm ``config.json`` this file describes (what ``mlx_lm.load`` would return)."""
+    """The mlx-lm ``config.json`` this file describes (what ``mlx_lm.load`` would return);
+    ``tensors`` maps names to arrays (MLX's, or the reader's memory-mapped ones)."""
     arch, spec = architecture_of(path, metadata)
 
     def key(name: str, default: Any = None) -> Any:
@@ -72,6 +73,8 @@ def model_config(path: str, metadata: dict[str, Any], tensors: dict[str, Any]) -
 
     heads = int(key("attention.head_count"))
     hidden = int(key("embedding_length"))
+    head_dim = int(key("attention.key_length", hidden // heads))
+    theta = float(key("rope.freq_base", 10000.0))
     if "token_embd.weight" not in tensors:
         raise UnsupportedGGUF(path, "tensor token_embd.weight is missing")
     eos = [metadata[k] for k in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id")
@@ -83,13 +86,13 @@ def model_config(path: str, metadata: dict[str, Any], tensors: dict[str, Any]) -
         "intermediate_size": int(key("feed_forward_length")),
         "num_attention_heads": heads,
         "num_key_value_heads": int(key("attention.head_count_kv", heads)),
-        "head_dim": int(key("attention.key_length", hidden // heads)),
+        "head_dim": head_dim,
         "rms_norm_eps": float(key("attention.layer_norm_rms_epsilon")),
-        "rope_theta": float(key("rope.freq_base", 10000.0)),
+        "rope_theta": theta,
         "max_position_embeddings": int(key("context_length")),
         "vocab_size": int(tensors["token_embd.weight"].shape[0]),
         "tie_word_embeddings": "output.weight" not in tensors,
-        "rope_scaling": _rope_scaling(path, metadata, arch),
+        "rope_scaling": rope_scaling(path, metadata, arch, tensors, head_dim, theta),
         "attention_bias": "blk.0.attn_q.bias" in tensors,
         "mlp_bias": "blk.0.ffn_down.bias" in tensors,
     }

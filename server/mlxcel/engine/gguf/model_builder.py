@@ -22,10 +22,10 @@ from mlx.utils import tree_flatten
 from mlx_lm.tokenizer_utils import TokenizerWrapper
 from mlx_lm.utils import infer_quant_config
 
-from .architectures import architecture_of, model_config
+from .architectures import CONFIG_TENSORS, architecture_of, model_config
 from .gguf_file import check_tensor_types, open_reader, plain, read_gguf
 from .gguf_tokenizer import load_gguf_tokenizer
-from .tensor_names import gguf_to_module_paths, rename_tensors
+from .tensor_names import gguf_to_module_paths, missing_tensors, rename_tensors
 from .unsupported import UnsupportedGGUF
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,11 @@ def build_model(path: str, config: dict[str, Any], metadata: dict[str, Any],
     _, spec = architecture_of(path, metadata)
     table = gguf_to_module_paths(spec.gguf_arch, config["num_hidden_layers"],
                                  _parameter_paths(model))
-    weights = rename_tensors(path, tensors, table, _permuted_heads(path, metadata, config))
+    weights = rename_tensors(path, {k: v for k, v in tensors.items() if k not in CONFIG_TENSORS},
+                             table, _permuted_heads(path, metadata, config))
+    if spec.norms_plus_one:
+        weights = {name: value - 1 if name.endswith("norm.weight") else value
+                   for name, value in weights.items()}
     if hasattr(model, "sanitize"):
         weights = model.sanitize(weights)
     quantization = _quantization(model, weights)
@@ -129,19 +133,19 @@ def check_gguf(path: str) -> None:
     # the vocabulary's arrays are what is slow to turn into Python, and the check needs none
     metadata = {name: plain(field.contents()) for name, field in reader.fields.items()
                 if len(field.data) <= _SMALL_FIELD}
-    shapes = {tensor.name: _Shape((int(tensor.shape[-1]),)) for tensor in reader.tensors}
-    config = model_config(path, metadata, shapes)
+    config = model_config(path, metadata, {tensor.name: tensor.data for tensor in reader.tensors})
     _, spec = architecture_of(path, metadata)
     model = _empty_model(config)  # lazy arrays: nothing is computed
-    table = gguf_to_module_paths(spec.gguf_arch, config["num_hidden_layers"],
-                                 _parameter_paths(model))
+    paths = _parameter_paths(model)
+    table = gguf_to_module_paths(spec.gguf_arch, config["num_hidden_layers"], paths)
     for tensor in reader.tensors:
         stem = tensor.name.rpartition(".")[0]
-        if stem not in table:
+        if stem not in table and tensor.name not in CONFIG_TENSORS:
             raise UnsupportedGGUF(path, f"tensor {tensor.name} has no place in mlx-lm's "
                                   f"{config['model_type']} model")
-
-
-@dataclass
-class _Shape:
-    shape: tuple[int, ...]
+    present = {tensor.name.rpartition(".")[0] for tensor in reader.tensors}
+    missing = missing_tensors(spec.gguf_arch, config["num_hidden_layers"], paths, present)
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if missing[3:] else "")
+        raise UnsupportedGGUF(path, f"mlx-lm's {config['model_type']} model needs tensors the "
+                              f"file does not hold: {shown}")

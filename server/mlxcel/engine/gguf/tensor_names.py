@@ -32,6 +32,20 @@ def gguf_to_module_paths(arch: gguf.MODEL_ARCH, layers: int,
     return table
 
 
+def missing_tensors(arch: gguf.MODEL_ARCH, layers: int, parameter_paths: Iterable[str],
+                    present_stems: set[str]) -> list[str]:
+    """The GGUF stems (or, where llama.cpp has no name for one, the module paths) the model needs
+    and the file does not hold."""
+    names = gguf.get_tensor_name_map(arch, layers)
+    missing = set()
+    for path in parameter_paths:
+        module = path.rpartition(".")[0]
+        stem = names.get_name(module)
+        if stem is None or stem not in present_stems:
+            missing.add(stem or module)
+    return sorted(missing)
+
+
 def undo_rope_permutation(array: mx.array, heads: int) -> mx.array:
     """Rows back in Hugging Face order: llama.cpp wrote
     ``HF.reshape(heads, 2, rows/heads/2, ...).swapaxes(1, 2)``; a row permutation, so the same

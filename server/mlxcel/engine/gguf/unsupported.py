@@ -4,9 +4,12 @@ startup can print it as it is and exit."""
 
 from __future__ import annotations
 
+from ...startup import StartupError
 
-class UnsupportedGGUF(ValueError):
-    """This GGUF file cannot be loaded; ``str(error)`` is one line naming the reason."""
+
+class UnsupportedGGUF(StartupError, ValueError):
+    """This GGUF file cannot be loaded; ``str(error)`` is one line naming the reason. A
+    ``StartupError``: ``mlxcel-server`` prints it as its one startup line and exits 2."""
 
     def __init__(self, path: str, reason: str) -> None:
         self.path = path

@@ -14,6 +14,7 @@ from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ...protocol.choices import check_choice_count, choice_requests
 from ...protocol.completion_fields import finish_reason_of, new_id
+from ...protocol.field_limits import Identifier
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int, Omittable
 from ...structured.response_format import (
@@ -32,7 +33,7 @@ class CompletionRequest(OpenAISamplingFields):
     suffix: str | None = None
     logprobs: Int | None = Field(default=None, ge=0, le=20)
     best_of: Int | None = Field(default=None, ge=1)
-    user: Omittable[str] = None  # a string in OpenAI's spec, never null
+    user: Omittable[Identifier] = None  # a string in OpenAI's spec, never null
     response_format: Omittable[dict[str, Any]] = None
     timings_per_token: bool | None = None  # llama-server's flag (its README: a boolean)
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ...embedding.model import EncoderModel
 from ...embedding.pooling import Pooling, normalize, pool
 from ...errors import ContextLengthExceeded, InvalidRequestError
+from ...protocol.field_limits import Identifier
 from ...protocol.types import Int, Omittable
 
 EmbeddingInput = str | list[str] | list[Int] | list[list[Int]]
@@ -27,7 +28,7 @@ class EmbeddingsRequest(BaseModel):
     model: Omittable[str] = None
     encoding_format: Omittable[Literal["float", "base64"]] = None
     dimensions: Int | None = Field(default=None, ge=1)
-    user: Omittable[str] = None
+    user: Omittable[Identifier] = None
 
 
 class NativeEmbeddingRequest(BaseModel):

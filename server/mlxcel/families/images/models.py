@@ -24,6 +24,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import InvalidRequestError
+from ...protocol.field_limits import Identifier
 from ...protocol.types import Int, Omittable
 
 MAX_N = 10
@@ -56,7 +57,7 @@ class ImageRequest(BaseModel):
     quality: str | None = None
     style: str | None = None
     moderation: str | None = None
-    user: Omittable[str] = None  # a string in OpenAI's spec, never null
+    user: Omittable[Identifier] = None  # a string in OpenAI's spec, never null
 
 
 class ImageReference(BaseModel):

@@ -31,6 +31,7 @@ from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, LogitsProcessorFactory
 from ...protocol.completion_fields import new_id
+from ...protocol.field_limits import Identifier, Metadata, SafetyIdentifier
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int, Omittable
 from ...structured.response_format import (
@@ -92,7 +93,11 @@ class ChatCompletionRequest(OpenAISamplingFields):
     top_logprobs: Int | None = Field(default=None, ge=0, le=20)
     # mlx-lm's prompt prefixes for a model without a chat template.
     role_mapping: dict[str, str] | None = None
-    user: Omittable[str] = None
+    user: Omittable[Identifier] = None
+    # Stored-completion fields OpenAI documents (bounds: protocol/field_limits.py); unused.
+    metadata: Metadata | None = None
+    prompt_cache_key: Identifier | None = None
+    safety_identifier: SafetyIdentifier | None = None
     # OpenAI types these without null; their shapes are checked where they are read.
     tools: Omittable[Any] = None
     tool_choice: Omittable[Any] = None

@@ -19,6 +19,7 @@ from ...chat.output import ParsedOutput
 from ...chat.tool_calls import ParsedToolCall
 from ...errors import InvalidRequestError
 from ...generation import Finished
+from ...protocol.field_limits import TOP_LOGPROBS_MAX, Identifier, Metadata, SafetyIdentifier
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int
 
@@ -43,7 +44,11 @@ class ResponsesRequest(OpenAISamplingFields):
     previous_response_id: str | None = None
     conversation: str | dict[str, Any] | None = None
     store: bool | None = None
-    metadata: dict[str, str] | None = None
+    # OpenAI's documented bounds (protocol/field_limits.py); stored and echoed, never read.
+    metadata: Metadata | None = None
+    top_logprobs: Int | None = Field(default=None, ge=0, le=TOP_LOGPROBS_MAX)
+    prompt_cache_key: Identifier | None = None
+    safety_identifier: SafetyIdentifier | None = None
     truncation: str | None = None
     background: bool | None = None
     reasoning: dict[str, Any] | None = None
@@ -263,10 +268,10 @@ def response_body(
         "metadata": dict(request.metadata or {}),
         "presence_penalty": request.presence_penalty or 0.0,
         "frequency_penalty": request.frequency_penalty or 0.0,
-        "top_logprobs": _echo(extra, "top_logprobs", int, 0),
+        "top_logprobs": request.top_logprobs or 0,
         "service_tier": _echo(extra, "service_tier", str, "auto"),
-        "prompt_cache_key": _echo(extra, "prompt_cache_key", str, None),
-        "safety_identifier": _echo(extra, "safety_identifier", str, None),
+        "prompt_cache_key": request.prompt_cache_key,
+        "safety_identifier": request.safety_identifier,
         "usage": None,
     }
     if conv_id is not None:

@@ -1,7 +1,10 @@
 """/v1/responses (and the aliases without /v1): create, retrieve, delete, cancel, count input
-tokens. Stores: the app's ``services.stores`` (``responses_store.ResponsesStores``)."""
+tokens. Stores: ``store_service.stores_of`` (SQLite, ``response_store.py``; responses being
+generated in ``running.py``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -13,7 +16,6 @@ from ...api.priority import request_priority
 from ...api.state import app_state
 from ...chat.output import read_output
 from ...errors import InvalidRequestError, NotFoundError
-from ...responses_store import ResponsesStores, StoredResponse
 from ...sse import sse_response
 from .compact_routes import apply_context_management, compaction_threshold
 from .models import (
@@ -22,15 +24,13 @@ from .models import (
     output_items,
     response_body,
 )
+from .response_store import StoredResponse
+from .store_service import ResponsesStores, store_lifespan, stores_of
 from .stream import stream_response
 from .turn import generation_request, prepare, remember
 
-router = APIRouter()
+router = APIRouter(lifespan=store_lifespan)
 PREFIXES = ("/v1", "")
-
-
-def stores_of(request: Request) -> ResponsesStores:
-    return app_state(request).services.stores
 
 
 async def create_response(request: Request) -> Response:
@@ -58,33 +58,46 @@ async def create_response(request: Request) -> Response:
     return JSONResponse(final)
 
 
-def _stored(request: Request, response_id: str) -> StoredResponse:
-    stores = stores_of(request)
+def _enabled(stores: ResponsesStores) -> ResponsesStores:
     if not stores.responses.enabled:
         raise InvalidRequestError(
             "The response store is disabled on this server (--responses-store-max-entries 0).")
-    stored = stores.responses.get(response_id)
+    return stores
+
+
+def _not_found(response_id: str) -> NotFoundError:
+    return NotFoundError(f"No response found with id '{response_id}'.")
+
+
+async def _stored_body(request: Request, response_id: str) -> dict[str, Any]:
+    """The response as generating now, else as stored."""
+    stores = _enabled(stores_of(request))
+    running = stores.running.get(response_id)
+    if running is not None:
+        return running
+    stored: StoredResponse | None = await off_loop(stores.responses.get, response_id)
     if stored is None:
-        raise NotFoundError(f"No response found with id '{response_id}'.")
-    return stored
+        raise _not_found(response_id)
+    return stored.body
 
 
 async def retrieve_response(request: Request, response_id: str) -> Response:
-    return JSONResponse(_stored(request, response_id).body)
+    return JSONResponse(await _stored_body(request, response_id))
 
 
 async def delete_response(request: Request, response_id: str) -> Response:
-    _stored(request, response_id)
-    stores_of(request).responses.delete(response_id)
+    stores = _enabled(stores_of(request))
+    running = stores.running.delete(response_id)  # deleting a running one stops it too
+    if not await off_loop(stores.responses.delete, response_id) and not running:
+        raise _not_found(response_id)
     return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
 
 async def cancel_response(request: Request, response_id: str) -> Response:
-    stored = _stored(request, response_id)
-    if stored.body.get("status") == "in_progress" and stored.cancel is not None:
-        stored.cancel()
-        stored.body = {**stored.body, "status": "cancelled"}
-    return JSONResponse(stored.body)
+    stores = _enabled(stores_of(request))
+    running = stores.running.cancel(response_id)
+    return JSONResponse(running if running is not None else
+                        await _stored_body(request, response_id))
 
 
 async def count_input_tokens(request: Request) -> Response:

@@ -1,23 +1,40 @@
 """Driving one streamed response: engine events through the output parser, its pieces
-through the family's encoder (``pieces.py``), SSE out; the finished
-response is stored."""
+through the family's encoder (``pieces.py``), SSE out. The response is in ``running`` while it
+is generated and stored when it ends, however it ends: a client that goes away leaves it
+``cancelled`` with what was generated, never ``in_progress``."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
+
 from ...api.generation import stream_events
+from ...api.offload import off_loop
 from ...engine.handle import RequestHandle
 from ...engine.model import LoadedModel
 from ...generation import Finished
-from ...responses_store import ResponsesStores, StoredResponse
 from ...sse import named_event
 from .compact_routes import Compacted
 from .events import ResponsesEventEncoder
 from .models import finish_body
 from .pieces import ResponsesPieceEncoder
+from .store_service import ResponsesStores, log
 from .turn import PreparedTurn, remember
+
+
+def _send(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> str:
+    return "".join(named_event(e["type"], e) for e in events)
+
+
+def _finish(skeleton: dict[str, Any], finished: Finished, writer: ResponsesPieceEncoder,
+            model: LoadedModel) -> dict[str, Any]:
+    """The final body (tokenizes the reasoning text: call off the loop)."""
+    reasoning = "".join(writer.reasoning_text)
+    return finish_body(skeleton, finished, writer.enc.output,
+                       len(model.encode(reasoning)) if reasoning else 0)
 
 
 async def stream_response(
@@ -31,44 +48,68 @@ async def stream_response(
     enc = ResponsesEventEncoder()
     writer = ResponsesPieceEncoder(enc)
     parser = turn.output.new_parser(skeleton["id"])
-    if turn.body.store is not False:
-        stores.responses.put(skeleton["id"], StoredResponse(skeleton, [], handle.cancel))
+    response_id = skeleton["id"]
+    kept = turn.body.store is not False and stores.responses.enabled
+    if kept:
+        stores.running.start(response_id, skeleton, handle.cancel)
+    generated, ended = 0, False
+    try:
+        yield _send([enc.response_event("response.created", skeleton),
+                     enc.response_event("response.in_progress", skeleton)])
+        if compacted is not None:
+            # Compaction ran before the stream opened (so its 400s are real statuses); its
+            # events still come first, in the documented order.
+            before, after = compacted.tokens_before, compacted.tokens_after
+            yield _send([enc.custom("mlx.compaction.started", input_tokens_before=before),
+                         enc.custom("mlx.compaction.completed", input_tokens_before=before,
+                                    input_tokens_after=after),
+                         enc.add_item(compacted.item()), enc.close_item()])
+        async for event in stream_events(handle):
+            if not isinstance(event, Finished):
+                generated += len(event.token_ids)
+                yield _send(writer.pieces(parser.feed(event.text)))
+                continue
+            ended = True
+            if event.reason == "error":  # a failed response is not kept
+                yield _send([enc.error(f"generation failed: {event.error}"),
+                             enc.response_event("response.failed", _failed(skeleton, event))])
+                return
+            status = "incomplete" if event.reason == "length" else "completed"
+            yield _send([*writer.pieces(parser.finish()), *writer.finish(status)])
+            final = await off_loop(_finish, skeleton, event, writer, model)
+            if not stores.running.deleted(response_id):
+                await off_loop(remember, stores, turn, final)
+            streamed = final
+            if final["status"] == "cancelled":
+                # No event means "cancelled": the stream ends incomplete; the store says
+                # cancelled.
+                streamed = {**final, "status": "incomplete"}
+            terminal = "response.completed" if streamed["status"] == "completed" else \
+                "response.incomplete"
+            yield _send([enc.response_event(terminal, streamed)])
+    finally:
+        if not handle.finished.is_set():
+            handle.cancel()
+        if kept and not ended and not stores.running.deleted(response_id):
+            await _keep_unfinished(stores, turn, skeleton, writer, model,
+                                   Finished("cancelled", len(turn.prompt), generated))
+        stores.running.end(response_id)
 
-    def send(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> str:
-        return "".join(named_event(e["type"], e) for e in events)
 
-    yield send([enc.response_event("response.created", skeleton),
-                enc.response_event("response.in_progress", skeleton)])
-    if compacted is not None:
-        # Compaction ran before the stream opened (so its 400s are real statuses); its events
-        # still come first, in the documented order.
-        before, after = compacted.tokens_before, compacted.tokens_after
-        yield send([enc.custom("mlx.compaction.started", input_tokens_before=before),
-                    enc.custom("mlx.compaction.completed", input_tokens_before=before,
-                               input_tokens_after=after),
-                    enc.add_item(compacted.item()), enc.close_item()])
-    async for event in stream_events(handle):
-        if not isinstance(event, Finished):
-            yield send(writer.pieces(parser.feed(event.text)))
-            continue
-        if event.reason == "error":
-            yield send([enc.error(f"generation failed: {event.error}"),
-                        enc.response_event("response.failed", _failed(skeleton, event))])
-            stores.responses.delete(skeleton["id"])
-            return
-        status = "incomplete" if event.reason == "length" else "completed"
-        yield send([*writer.pieces(parser.finish()), *writer.finish(status)])
-        reasoning = "".join(writer.reasoning_text)
-        final = finish_body(skeleton, event, enc.output,
-                            len(model.encode(reasoning)) if reasoning else 0)
-        remember(stores, turn, final)
-        streamed = final
-        if final["status"] == "cancelled":
-            # No event means "cancelled": the stream ends incomplete; the store says cancelled.
-            streamed = {**final, "status": "incomplete"}
-        terminal = "response.completed" if streamed["status"] == "completed" else \
-            "response.incomplete"
-        yield send([enc.response_event(terminal, streamed)])
+async def _keep_unfinished(stores: ResponsesStores, turn: PreparedTurn,
+                           skeleton: dict[str, Any], writer: ResponsesPieceEncoder,
+                           model: LoadedModel, finished: Finished) -> None:
+    """Store a response whose stream stopped early (the client went away): ``cancelled``,
+    with the items generated so far, the open one ``incomplete``. Shielded: the stream's task
+    is being cancelled, and the write must still happen."""
+    with contextlib.suppress(RuntimeError):  # nothing open, or the protocol already ended
+        list(writer.close("incomplete"))
+    with anyio.CancelScope(shield=True):
+        try:
+            final = await off_loop(_finish, skeleton, finished, writer, model)
+            await off_loop(remember, stores, turn, final)
+        except Exception:  # a store that fails must not turn a disconnect into a traceback loop
+            log.exception("storing the cancelled response %s failed", skeleton["id"])
 
 
 def _failed(skeleton: dict[str, Any], finished: Finished) -> dict[str, Any]:

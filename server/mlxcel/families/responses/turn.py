@@ -15,7 +15,6 @@ from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import GenerationRequest, LogitsProcessorFactory, VisionInputs
-from ...responses_store import ResponsesStores, StoredResponse
 from .input import input_messages, output_messages
 from .models import (
     ResponsesRequest,
@@ -25,6 +24,8 @@ from .models import (
     new_id,
     response_format_of,
 )
+from .response_store import StoredResponse
+from .store_service import ResponsesStores
 
 
 @dataclass
