@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from . import spec
+from . import pace, spec
 from .checks.errors_checks import check_error_body_openai
 from .checks.openai_chat import (
     check_chat_chunk_object,
@@ -35,7 +35,7 @@ def with_model(model: str | None, payload: dict[str, Any]) -> dict[str, Any]:
 def chat_payload(model: str | None, content: str = "Say hello.", **fields: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "messages": [{"role": "user", "content": content}],
-        "max_tokens": 16,
+        "max_tokens": pace.answer_tokens(16),
         "temperature": 0,
     }
     payload.update(fields)
@@ -44,7 +44,8 @@ def chat_payload(model: str | None, content: str = "Say hello.", **fields: Any) 
 
 def completion_payload(model: str | None, prompt: Any = "The capital of France is",
                        **fields: Any) -> dict[str, Any]:
-    payload: dict[str, Any] = {"prompt": prompt, "max_tokens": 16, "temperature": 0}
+    payload: dict[str, Any] = {"prompt": prompt, "max_tokens": pace.answer_tokens(16),
+                               "temperature": 0}
     payload.update(fields)
     return with_model(model, payload)
 

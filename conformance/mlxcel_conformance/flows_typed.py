@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import pace
 from .checks.anthropic_body import check_anthropic_message_body
 from .checks.anthropic_events import AnthropicStream, check_anthropic_stream
 from .checks.responses_body import check_response_body, check_responses_usage_terminal
@@ -25,7 +26,8 @@ ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01"}
 
 
 def responses_payload(model: str | None, input: Any = "Say hello.", **fields: Any) -> dict:
-    payload: dict[str, Any] = {"input": input, "max_output_tokens": 32, "temperature": 0}
+    payload: dict[str, Any] = {"input": input, "max_output_tokens": pace.answer_tokens(32),
+                               "temperature": 0}
     payload.update(fields)
     return with_model(model, payload)
 
@@ -33,7 +35,7 @@ def responses_payload(model: str | None, input: Any = "Say hello.", **fields: An
 def messages_payload(model: str | None, content: Any = "Say hello.", **fields: Any) -> dict:
     payload: dict[str, Any] = {
         "messages": [{"role": "user", "content": content}],
-        "max_tokens": 32,
+        "max_tokens": pace.answer_tokens(32),
         "temperature": 0,
     }
     payload.update(fields)

@@ -2,7 +2,10 @@
 
 ``x-mlxcel-fuzz-maximum`` / ``x-mlxcel-fuzz-minimum`` on a property (``max_tokens``,
 ``n_probs``...) keep generation requests short; ``x-mlxcel-fuzz-skip`` leaves a property out
-(it names server state); token-id arrays stay inside the fixture's vocabulary.
+(it names server state); token-id arrays stay inside the fixture's vocabulary. A generation
+body that sets no length at all gets its route's length field at that maximum
+(``bound_generation``): left out, the server's own default applies (512 tokens on the
+reference, the whole context on llama-server), minutes on a real model on CPU.
 """
 
 from __future__ import annotations
@@ -86,3 +89,38 @@ def clamp(body: Any, limits: dict[str, int]) -> None:
     for name in _TOKEN_ARRAYS:
         if isinstance(body.get(name), list):
             body[name] = _clamp_ids(body[name], low, high)
+
+
+# The fields that bound how many tokens a route generates, in the order one is chosen.
+LENGTH_FIELDS = ("max_output_tokens", "max_tokens", "n_predict", "max_completion_tokens")
+
+
+def _top_level(schema: Any, seen: int = 0) -> tuple[set[str], set[str]]:
+    """(properties, required) of a request schema's top-level object, through ``allOf``,
+    ``anyOf``, ``oneOf`` and references."""
+    schema = spec.resolved(schema)
+    if not isinstance(schema, dict) or seen > 8:
+        return set(), set()
+    names = set(schema.get("properties") or {})
+    required = set(schema.get("required") or [])
+    for key in ("allOf", "anyOf", "oneOf"):
+        for part in schema.get(key) or []:
+            more, needed = _top_level(part, seen + 1)
+            names |= more
+            required |= needed if key == "allOf" else set()
+    return names, required
+
+
+def bound_generation(body: Any, method: str, path: str, limits: dict[str, int]) -> None:
+    """Give a body that sets none of its route's length fields the first one its schema
+    declares, at its fuzz maximum. A required one is left out: its absence is the invalid
+    part of a negative case, refused before anything is generated."""
+    if not isinstance(body, dict):
+        return
+    schema = spec.request_schema(method, path)
+    names, required = _top_level(schema) if schema is not None else (set(), set())
+    declared = [name for name in LENGTH_FIELDS if name in names and limits.get(name, -1) > 0]
+    if not declared or any(body.get(name) is not None for name in declared):
+        return
+    if declared[0] not in required:
+        body[declared[0]] = limits[declared[0]]

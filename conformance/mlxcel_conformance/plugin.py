@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from . import pace
 from .checks import sources
 from .checks.sources import Tier
 from .client import SuiteClient
@@ -80,7 +81,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--model", default=None, metavar="NAME",
                     help="model field to send (default: the first id of /v1/models, or none)")
     group.addoption("--request-timeout", default=None, type=float, metavar="SECONDS",
-                    help="seconds a suite request may take (default: 60)")
+                    help="seconds a suite request may take (default: 60, or longer for a "
+                    "slow target: four times what 64 tokens take at the pace the suite "
+                    "measures at its start)")
     group.addoption("--fuzz-examples", default="12", metavar="N",
                     help="schemathesis examples per operation; nox -s fuzz raises it "
                     "(default: 12)")
@@ -142,9 +145,10 @@ def target(pytestconfig: pytest.Config) -> Iterator[Target]:
 
 @pytest.fixture(scope="session")
 def client(target: Target, pytestconfig: pytest.Config) -> Iterator[SuiteClient]:
-    seconds = pytestconfig.getoption("--request-timeout")
-    suite_client = (SuiteClient(target, httpx.Timeout(seconds, connect=min(5.0, seconds)))
-                    if seconds else SuiteClient(target))
+    fixture = target.self_started and not pytestconfig.getoption("--server-model")
+    seconds = pace.measure(target, pytestconfig.getoption("--request-timeout"),
+                           probe=not fixture).request_timeout_s
+    suite_client = SuiteClient(target, httpx.Timeout(seconds, connect=min(5.0, seconds)))
     try:
         yield suite_client
     finally:

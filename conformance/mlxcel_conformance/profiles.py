@@ -30,6 +30,12 @@ Decisions recorded here:
   `images` likewise checks generation and edits (PNG shape, seeds, the documented 400s and 415)
   on a server started with `--image-model`, and reports them UNSUPPORTED where generation
   answers 501.
+- `mlxcel-contract` is the reference judged by the contract tier alone: every family but the
+  two that hold only extensions (`schema`, `mlxcel-ext`), and no extension claimed, so each
+  extension feature is UNSUPPORTED and never runs. It is the run
+  that says whether the reference meets the public contracts on a given model (the real-model
+  lane in `noxfile.py` runs it on a GGUF), without the reference's own promises about speed,
+  batching and its own spec.
 - `robustness` (hostile requests, run only with `--robustness`) is claimed by every local
   server (`mlxcel`, `mlx-lm`, `llama-server`), never by `openai`: no one fuzzes a paid API.
   Each of its inputs names its route's family, so a route the profile does not claim is
@@ -164,6 +170,8 @@ PROFILES: dict[str, Profile] = {
     for profile in (
         Profile("mlxcel", frozenset(FAMILIES), "the reference server: every family",
                 ALL_EXTENSIONS, current_shapes=True),
+        Profile("mlxcel-contract", frozenset(FAMILIES) - {"schema", "mlxcel-ext"},
+                "the reference server, contract tier only", current_shapes=True),
         Profile(
             "mlx-lm",
             frozenset({"chat", "completions", "models", "health", "sdk-openai", "mlx-lm-fields",

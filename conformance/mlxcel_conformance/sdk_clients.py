@@ -17,6 +17,7 @@ import openai
 import pydantic
 from openai._models import construct_type
 
+from . import pace
 from .target import Target
 
 # Keys the SDK's types require that no real recording of the object carries.
@@ -69,10 +70,12 @@ class StrictAsyncOpenAI(_Tolerant, openai.AsyncOpenAI):
 
 def openai_client(target: Target) -> openai.OpenAI:
     return StrictOpenAI(base_url=f"{target.base_url}/v1", api_key=target.api_key or "none",
-                        max_retries=0, timeout=60.0, _strict_response_validation=True)
+                        max_retries=0, timeout=pace.current().request_timeout_s,
+                        _strict_response_validation=True)
 
 
 def async_openai_client(target: Target) -> openai.AsyncOpenAI:
     return StrictAsyncOpenAI(base_url=f"{target.base_url}/v1",
-                             api_key=target.api_key or "none", max_retries=0, timeout=60.0,
+                             api_key=target.api_key or "none", max_retries=0,
+                             timeout=pace.current().request_timeout_s,
                              _strict_response_validation=True)

@@ -292,6 +292,26 @@ def validate_request_json(method: str, path: str, body: Any) -> list[str]:
     return _errors(f"{media}/schema", body, REFERENCE)
 
 
+def request_schema(method: str, path: str) -> dict[str, Any] | None:
+    """The operation's JSON request-body schema, references followed; None without one."""
+    found = _find_operation(method, path)
+    if found is None or "requestBody" not in found[1]:
+        return None
+    media = _media_pointer(_deref(f"{found[0]}/requestBody")[0], JSON_MEDIA_TYPE)
+    if media is None or "schema" not in _at(media):
+        return None
+    schema = _deref(f"{media}/schema")[1]
+    return schema if isinstance(schema, dict) else None
+
+
+def resolved(node: Any) -> Any:
+    """``node`` with a local ``$ref`` at its top followed (one level of the document)."""
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str) and \
+            node["$ref"].startswith("#"):
+        return _deref(node["$ref"][1:])[1]
+    return node
+
+
 def _stream_media(method: str, path: str) -> str | None:
     found = _find_operation(method, path)
     if found is None:

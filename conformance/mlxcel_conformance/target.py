@@ -88,7 +88,7 @@ class ReferenceServer:
     encoders: bool = True
     # where the fixture models are (None: fixture_models' search order)
     fixtures: Path | None = None
-    startup_timeout: float = 120.0
+    startup_timeout: float = 300.0  # a real model (a GGUF converted at load) on a busy CPU
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None

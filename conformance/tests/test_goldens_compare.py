@@ -320,3 +320,24 @@ def test_every_extension_golden_exists() -> None:
         assert name in recorded and extension in ALL_EXTENSIONS, name
         assert golden_extension(recorded[name]) == extension
     assert golden_extension(recorded["chat/hello"]) is None
+
+
+def _terminal(kind: str, reason: str | None) -> dict[str, Any]:
+    details = {"reason": reason} if reason else None
+    return {"event": kind, "data": {"type": kind, "response": {
+        "status": kind.rsplit(".", 1)[-1], "incomplete_details": details}}}
+
+
+def test_a_responses_stream_cut_at_max_output_tokens_is_not_a_wrong_end() -> None:
+    created = {"event": "response.created", "data": {"type": "response.created"}}
+    expected = {"status": 200, "content_type": "text/event-stream",
+                "events": [created, _terminal("response.completed", None)]}
+
+    def diffs(end: dict[str, Any]) -> list[str]:
+        got = {"status": 200, "content_type": "text/event-stream", "events": [created, end]}
+        return compare_transcripts(expected, got, "shape")
+
+    assert diffs(_terminal("response.incomplete", "max_output_tokens")) == []
+    # cut for another reason, or failed: still the wrong end
+    assert diffs(_terminal("response.incomplete", "content_filter"))
+    assert diffs(_terminal("response.failed", None))

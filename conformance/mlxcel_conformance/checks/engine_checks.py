@@ -30,13 +30,19 @@ METRIC_NAMES = (
 
 
 @check("seeded_determinism", severity=Severity.HIGH,
-       description="The same seed gives the same text alone and while others share the batch")
+       description="Copies of one seeded request that share a batch with other seeds give the "
+       "same text: each draws from its own seed")
 def check_seeded_determinism(alone: str, batched: Sequence[str]) -> None:
-    for index, text in enumerate(batched):
-        if text != alone:
+    """The copies in ``batched`` ran in one batch beside requests with other seeds: a sampler
+    that drew from a generator they share would give them different draws. ``alone`` (the same
+    request on an idle server) is evidence only: MLX computes a lone sequence and a batch row
+    with different kernels, and on a real model's quantized weights that can flip a near-tie,
+    which the reference documents (docs/chat.md, "Seeds and greedy decoding")."""
+    for index, text in enumerate(batched[1:], 1):
+        if text != batched[0]:
             fail("seeded_determinism",
-                 f"run {index} with the same seed, sharing the batch, produced different text",
-                 alone=alone, batched=text)
+                 f"copy {index} of the same seeded request, sharing the batch, produced "
+                 "different text", first=batched[0], other=text, alone=alone)
 
 
 @check("logprobs_match_sampled_token", severity=Severity.HIGH,

@@ -25,7 +25,8 @@ Only a 2xx or 3xx counts as accepting: any 4xx or 5xx is a refusal (the robustne
 judge its status and shape).
 
 Generation requests are kept short: any property carrying ``x-mlxcel-fuzz-maximum`` in the spec
-(``max_tokens``...) is clamped to that value before the request is sent.
+(``max_tokens``...) is clamped to that value before the request is sent, and a body that sets
+no length gets one (``fuzz_bounds.bound_generation``).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import ignored_auth, negative_data_rejection
 
-from .. import spec
+from .. import pace, spec
 from ..errors import SetupError, Severity
-from ..fuzz_bounds import clamp, fuzz_limits
+from ..fuzz_bounds import bound_generation, clamp, fuzz_limits
 from ..target import Target
 from .registry import check, fail
 
@@ -194,7 +195,8 @@ def _operation(target: Target, method: str, path: str, mode: GenerationMode) -> 
     """The operation to fuzz in ``mode``; the invalid pass never makes the credentials invalid
     (the suite sends its own key) and counts any 4xx or 5xx as a refusal."""
     schema = schemathesis.openapi.from_path(str(spec.spec_path()))
-    schema.config.update(base_url=target.base_url, request_timeout=60)
+    schema.config.update(base_url=target.base_url,
+                         request_timeout=pace.current().request_timeout_s)
     if mode is GenerationMode.NEGATIVE:
         schema.config.generation.update(with_security_parameters=False)
         schema.config.checks.negative_data_rejection.expected_statuses = REFUSED
@@ -230,6 +232,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int,
         @hypothesis.given(case=operation.as_strategy(mode))
         def fuzz(case: schemathesis.Case) -> None:
             clamp(case.body, limits)
+            bound_generation(case.body, method, path, limits)
             _text_only(case.body)
             _declared_choice(case.body)
             _history_input(path, case.body)

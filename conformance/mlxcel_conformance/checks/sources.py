@@ -220,7 +220,8 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "cache_stats_fields": (E, REFERENCE + ": /v1/cache/stats"),
     "priority_order": (E, REFERENCE + ": X-Priority"),
     "server_busy_503": (E, REFERENCE + ": admission control (503 server_busy)"),
-    "seeded_determinism": (E, REFERENCE + ": seeded sampling is batch-invariant"),
+    "seeded_determinism": (E, REFERENCE + ": a seed drives the request's own draws "
+                           "(docs/chat.md, Seeds and greedy decoding)"),
     "loop_detection": (E, REFERENCE + ": loop detection"),
     "concurrent_streams_complete": (E, REFERENCE + ": admission control answers every stream "
                                        "(2xx or 503) under load"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from mlxcel_conformance import pace
 from mlxcel_conformance.checks.concurrency import check_concurrent_streams_complete
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.flows import chat_payload
@@ -19,11 +20,16 @@ CONCURRENT_STREAMS = 32
 # not; 128 make it near certain while a fast server still serves them in a few seconds.
 POOLED_STREAMS = 128
 POOL_CONNECTIONS = 8
-BUDGET_S = 60.0
+MAX_TOKENS = 8
+
+
+def _budget(streams: int) -> float:
+    """60 s, or what the streams' tokens take at the target's measured pace, one at a time."""
+    return pace.current().seconds_for(streams * MAX_TOKENS)
 
 
 def _payload(model_name: str | None) -> dict[str, object]:
-    return chat_payload(model_name, "Say hello.", max_tokens=8, temperature=0, stream=True)
+    return chat_payload(model_name, "Say hello.", max_tokens=MAX_TOKENS, temperature=0, stream=True)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.stream.concurrent_connections",
@@ -31,7 +37,7 @@ def _payload(model_name: str | None) -> dict[str, object]:
 def test_concurrent_streams_on_own_connections(client: SuiteClient,
                                                model_name: str | None) -> None:
     outcomes = streams_on_own_connections(client.target, _payload(model_name),
-                                          CONCURRENT_STREAMS, BUDGET_S)
+                                          CONCURRENT_STREAMS, _budget(CONCURRENT_STREAMS))
     check_concurrent_streams_complete(
         outcomes, mode=f"{CONCURRENT_STREAMS} streams, one connection each")
 
@@ -41,6 +47,6 @@ def test_concurrent_streams_on_own_connections(client: SuiteClient,
 def test_concurrent_streams_over_keepalive_pool(client: SuiteClient,
                                                 model_name: str | None) -> None:
     outcomes = streams_over_keepalive_pool(client.target, _payload(model_name), POOLED_STREAMS,
-                                           POOL_CONNECTIONS, BUDGET_S)
+                                           POOL_CONNECTIONS, _budget(POOLED_STREAMS))
     check_concurrent_streams_complete(
         outcomes, mode=f"{POOLED_STREAMS} streams over {POOL_CONNECTIONS} keep-alive connections")

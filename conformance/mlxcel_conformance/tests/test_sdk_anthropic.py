@@ -9,6 +9,7 @@ from typing import Any
 import anthropic
 import pytest
 
+from mlxcel_conformance import pace
 from mlxcel_conformance.checks import sources
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.target import Target
@@ -33,7 +34,8 @@ def sdk_model(model_name: str | None) -> str:
 
 def _client(target: Target) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=target.base_url, api_key=target.api_key or "none",
-                               max_retries=0, timeout=60.0, _strict_response_validation=True)
+                               max_retries=0, timeout=pace.current().request_timeout_s,
+                               _strict_response_validation=True)
 
 
 def _text(message: anthropic.types.Message) -> str:

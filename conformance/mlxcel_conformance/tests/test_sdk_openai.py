@@ -7,6 +7,7 @@ import asyncio
 import openai
 import pytest
 
+from mlxcel_conformance import pace
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.sdk_clients import async_openai_client, openai_client
 from mlxcel_conformance.target import Target
@@ -95,7 +96,7 @@ def test_sdk_completions(target: Target, sdk_model: str) -> None:
         base_url=f"{target.base_url}/v1",
         api_key=target.api_key or "none",
         max_retries=0,
-        timeout=60.0,
+        timeout=pace.current().request_timeout_s,
     ) as client:
         streamed = "".join(
             c.choices[0].text

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from ... import __version__
 from ...api.state import AppState, app_state
 from ...chat.reasoning import reasoning_markers
-from ...chat.tool_calls import tool_format_of
+from ...chat.tool_calls import template_tool_format
 from ...generation import SamplingParams
 from .settings import (
     ParamsView,
@@ -28,7 +28,7 @@ def server_params(state: AppState, **overrides: Any) -> dict[str, Any]:
     request's own values)."""
     d = state.config.defaults
     model = state.engine.model
-    fmt = tool_format_of(model) if model is not None else None
+    fmt = template_tool_format(model) if model is not None else None
     sampling = SamplingParams(
         temperature=d.temperature, top_p=d.top_p, top_k=d.top_k, min_p=d.min_p, seed=d.seed,
         repetition_penalty=d.repeat_penalty, presence_penalty=d.presence_penalty,

@@ -125,12 +125,14 @@ class ChatChunkEncoder:
     """Builds the chunks of one streamed chat completion, in order."""
 
     def __init__(self, request_id: str, model_name: str, fingerprint: str,
-                 index: int = 0) -> None:
+                 index: int = 0, created: int | None = None) -> None:
         self.index = index  # the choice this encoder streams (``n`` > 1: one encoder each)
+        # One stream, one timestamp: OpenAI's chunk `created` is the same on every chunk, so
+        # the encoders of one stream (a choice each, the usage chunk) share the caller's.
         self._base = {
             "id": request_id,
             "object": "chat.completion.chunk",
-            "created": int(time.time()),
+            "created": int(time.time()) if created is None else created,
             "model": model_name,
             "service_tier": SERVICE_TIER,
             "system_fingerprint": fingerprint,

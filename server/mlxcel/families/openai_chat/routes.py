@@ -130,6 +130,7 @@ class _Closed:
     finished: list[Finished] = field(default_factory=list)
     reasoning_tokens: list[int] = field(default_factory=list)
     failed: bool = False
+    created: int = 0  # the stream's one `created`, on every chunk
 
 
 async def _stream(
@@ -138,7 +139,7 @@ async def _stream(
 ) -> AsyncIterator[str]:
     """The choices one after another (each generated in parallel all along), each chunk
     carrying its choice's ``index``; then the usage chunk when asked, and ``[DONE]``."""
-    closed = _Closed()
+    closed = _Closed(created=int(time.time()))
     try:
         for index, handle in enumerate(handles):
             async for text in _stream_choice(index, handle, body, setup, model_name, closed):
@@ -146,7 +147,8 @@ async def _stream(
             if closed.failed:
                 return
         if body.wants_usage_chunk():
-            encoder = ChatChunkEncoder(setup.generation.request_id, model_name, FINGERPRINT)
+            encoder = ChatChunkEncoder(setup.generation.request_id, model_name, FINGERPRINT,
+                                       created=closed.created)
             yield data_event(encoder.usage(closed.finished, closed.reasoning_tokens))
         if (stopped := server_stop_error(handles)) is not None:
             yield data_event(stopped)
@@ -160,7 +162,8 @@ async def _stream_choice(
     index: int, handle: RequestHandle, body: ChatCompletionRequest, setup: ChatSetup,
     model_name: str, closed: _Closed,
 ) -> AsyncIterator[str]:
-    encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT, index)
+    encoder = ChatChunkEncoder(handle.request.request_id, model_name, FINGERPRINT, index,
+                               closed.created)
     counter = ReasoningTokenCount(setup.new_parser())
     parser = counter.parser
     want_logprobs = body.wants_logprobs()
