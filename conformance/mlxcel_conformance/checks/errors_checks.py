@@ -100,7 +100,28 @@ def check_error_body_openai(
 ) -> dict[str, Any]:
     """Return the `error` object. With `status` and `expected`, the status is checked first
     (``source`` and ``case`` as in `check_error_status`)."""
-    name = "error_body_openai"
+    return _openai_like_error("error_body_openai", body, status, expected, source, case)
+
+
+@check(
+    "error_body_llama",
+    severity=Severity.HIGH,
+    description='llama-server error body {"error": {"code": int, "message": str, "type": str}} '
+                "on its native routes (/completion, /tokenize, ...)",
+)
+def check_error_body_llama(
+    body: Any, *, status: int | None = None, expected: int | Collection[int] | None = None,
+    source: str | None = None, case: str | None = None,
+) -> dict[str, Any]:
+    """The OpenAI envelope as llama-server's README documents it for its own routes ("API
+    errors"): ``code`` is the HTTP status as an integer there, where OpenAI's is a string."""
+    return _openai_like_error("error_body_llama", body, status, expected, source, case)
+
+
+def _openai_like_error(
+    name: str, body: Any, status: int | None, expected: int | Collection[int] | None,
+    source: str | None, case: str | None,
+) -> dict[str, Any]:
     if status is not None and expected is not None:
         check_error_status(status, expected, source=source, case=case)
     body = _decode(name, body)
@@ -113,8 +134,10 @@ def check_error_body_openai(
     if "code" not in error:
         fail(name, "error.code is missing (null is allowed)", severity=Severity.MEDIUM, body=body)
     code = error["code"]
-    # openai-openapi's Error schema: code is a nullable string (an integer is not one)
-    if code is not None and not isinstance(code, str):
+    # openai-openapi's Error schema: code is a nullable string (an integer is not one);
+    # llama-server's README gives its native routes the HTTP status as an integer code
+    native = name == "error_body_llama" and isinstance(code, int) and not isinstance(code, bool)
+    if code is not None and not isinstance(code, str) and not native:
         fail(name, f"error.code is {type(code).__name__} {code!r}, not a string or null",
              severity=Severity.MEDIUM, body=body)
     if error.get("param") is not None and not isinstance(error["param"], str):

@@ -158,6 +158,7 @@ SOURCES: dict[str, tuple[Tier, str]] = {
                         "rejected request: " + OPENAI_ERRORS + "; " + ANTHROPIC_ERRORS + "; "
                         + LLAMA),
     "error_body_openai": (C, OPENAI_ERRORS),
+    "error_body_llama": (C, LLAMA + ", API errors"),
     "error_body_anthropic": (C, ANTHROPIC_ERRORS),
     "auth_health_exempt": (C, LLAMA + ", --api-key: /health is public"),
     # -- Responses
@@ -172,9 +173,8 @@ SOURCES: dict[str, tuple[Tier, str]] = {
                                     "whose client leaves is stored cancelled within 1 s"),
     "stored_response_survives_restart": (E, REFERENCE + ": docs/responses.md, the store "
                                          "survives SIGKILL and a restart"),
-    "field_limits_within": (C, "OpenAI OpenAPI document (openai-openapi): Metadata (16 pairs, "
-                            "keys <= 64, values <= 512 characters), safety_identifier "
-                            "maxLength 64, top_logprobs 0-20"),
+    "field_limits_within": (C, OPENAPI + ": Metadata (16 pairs, keys <= 64, values <= 512 "
+                            "characters), safety_identifier maxLength 64, top_logprobs 0-20"),
     "field_limits_no_server_error": (C, OPENAI_ERRORS + ": a malformed request is a 4xx"),
     "field_limits_refused": (E, REFERENCE + ": a 400 naming the field past each bound"),
     # -- Anthropic

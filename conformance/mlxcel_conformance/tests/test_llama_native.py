@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mlxcel_conformance.checks.errors_checks import check_error_body_openai
+from mlxcel_conformance.checks.errors_checks import check_error_body_llama
 from mlxcel_conformance.checks.llama_native import (
     check_native_completion_body,
     check_native_n_probs,
@@ -153,7 +153,7 @@ BAD_BODIES: dict[str, Any] = {
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
 def test_native_bad_body_is_400(client: SuiteClient, case: str) -> None:
     status, body = response_of(client.post(PATH, BAD_BODIES[case]))
-    check_error_body_openai(body, status=status, expected=400, case=case,
+    check_error_body_llama(body, status=status, expected=400, case=case,
         source="llama-server README, POST /completion options; API errors")
     native_json(client, _payload(n_predict=2))  # still serving
 
@@ -165,7 +165,7 @@ def test_native_response_format_is_refused(client: SuiteClient) -> None:
     llama-server takes it."""
     payload = {"prompt": "x", "response_format": {"type": "json_object"}}
     status, body = response_of(client.post(PATH, payload))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_llama(body, status=status, expected=400)
 
 
 @pytest.mark.conformance(family="llama-native", feature="native.infill")
@@ -174,7 +174,7 @@ def test_infill_answers_completion_or_501(client: SuiteClient) -> None:
                "n_predict": 4, "temperature": 0}
     status, body = response_of(client.post("/infill", payload))
     if status == 501:
-        error = check_error_body_openai(body, status=status, expected=501)
+        error = check_error_body_llama(body, status=status, expected=501)
         if error.get("type") != "not_supported_error":
             fail("infill_not_supported", "a model without FIM tokens answers 501 "
                  "not_supported_error", body=body)
@@ -195,7 +195,7 @@ def test_apply_template_matches_chat_prompt(client: SuiteClient) -> None:
     # The README does not say what no messages renders to: an error must be well formed.
     status, error = response_of(client.post("/apply-template", {"messages": []}))
     if status != 200:
-        check_error_body_openai(error, status=status, expected=400)
+        check_error_body_llama(error, status=status, expected=400)
 
 
 @pytest.mark.conformance(family="llama-native", feature="native.completion.disconnect",

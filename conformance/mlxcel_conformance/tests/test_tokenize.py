@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
+from mlxcel_conformance.checks.errors_checks import check_error_body_llama, check_error_status
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import check_schema, response_of
@@ -57,7 +57,7 @@ def test_tokenize_with_pieces(client: SuiteClient) -> None:
                          extension="refusals")
 def test_detokenize_out_of_vocabulary_is_500(client: SuiteClient) -> None:
     status, body = response_of(client.post("/detokenize", {"tokens": [1, 2**40]}))
-    error = check_error_body_openai(body, status=status, expected=500)
+    error = check_error_body_llama(body, status=status, expected=500)
     if error.get("type") != "server_error" or "out of vocabulary range" not in error["message"]:
         fail("detokenize_oov", "expected server_error naming the out-of-vocabulary id", body=body)
 
@@ -89,4 +89,4 @@ def test_tokenize_bad_input_is_no_server_error(client: SuiteClient,
 def test_tokenize_bad_input_is_400(client: SuiteClient, payload: dict[str, object]) -> None:
     path = "/detokenize" if "tokens" in payload else "/tokenize"
     status, body = response_of(client.post(path, payload))
-    check_error_body_openai(body, status=status, expected=400)
+    check_error_body_llama(body, status=status, expected=400)
