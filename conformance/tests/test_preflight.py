@@ -124,7 +124,7 @@ def test_a_base_url_ending_in_v1_is_corrected_with_a_note() -> None:
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["--profile", "mlxlm"], "unknown profile 'mlxlm'; choose one of mlxcel, mlx-lm"),
+    (["--profile", "mlxlm"], "unknown profile 'mlxlm'; choose one of mlxcel, "),
     (["--families", "chat,chatt"], "unknown family chatt in --families; choose from chat,"),
     (["--base-ur", "http://127.0.0.1:1"], "unknown option --base-ur; did you mean --base-url?"),
     (["--goldens", "exac"], "--goldens 'exac': choose one of auto, exact, shape"),
