@@ -62,7 +62,7 @@ def check_model_source(flag: str, value: str | None) -> None:
     if value is None or Path(value).expanduser().exists() or looks_like_hub_id(value):
         return
     raise ModelNotFound(f"{flag} {value}: no such file or directory (give a model directory, "
-                        "or a hub id such as 'owner/name')")
+                        "a GGUF file or a hub id such as 'owner/name')")
 
 
 def installed(module: str) -> bool:
