@@ -17,17 +17,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
-
-@pytest.fixture(autouse=True, scope="session")
-def _store_in_a_scratch_data_dir(tmp_path_factory: pytest.TempPathFactory) -> object:
-    """Servers these tests start keep the Responses store (default: the user's data directory)
-    in a scratch one instead of the developer's."""
-    import os
-
-    saved = os.environ.get("XDG_DATA_HOME")
-    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
-    yield
-    if saved is None:
-        os.environ.pop("XDG_DATA_HOME", None)
-    else:
-        os.environ["XDG_DATA_HOME"] = saved

@@ -46,17 +46,3 @@ def _testclient_host_is_local() -> Any:
     yield
     guard.LOOPBACK_NAMES = saved
 
-
-@pytest.fixture(autouse=True, scope="session")
-def _store_in_a_scratch_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The Responses store's default file lives in the user's data directory: tests (and the
-    servers they start) keep theirs in a scratch one instead of the developer's."""
-    import os
-
-    saved = os.environ.get("XDG_DATA_HOME")
-    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
-    yield
-    if saved is None:
-        os.environ.pop("XDG_DATA_HOME", None)
-    else:
-        os.environ["XDG_DATA_HOME"] = saved
