@@ -114,6 +114,17 @@ def test_props_and_apply_template_show_the_server_template_first(serve: Client) 
     assert prompt.startswith("<|im_start|>user\nserved by mlxcel: Hi there")
 
 
+def test_an_engine_loaded_before_the_app_gets_the_template_too() -> None:
+    engine = Engine(EngineConfig(model=MODEL, parallel=1, cache_prompt=False))
+    engine.start()
+    try:
+        assert engine.wait_ready(60)
+        create_app(ServerConfig(model=MODEL, chat_template=CUSTOM), engine)
+        assert engine.require_model().chat_template == CUSTOM
+    finally:
+        engine.stop()
+
+
 def test_the_model_template_without_the_flag(serve: Client, custom_count: int) -> None:
     client = serve()
     assert client.get("/props").json()["chat_template"] not in ("", CUSTOM)

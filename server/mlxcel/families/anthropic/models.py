@@ -144,7 +144,6 @@ class CountTokensRequest(BaseModel):
     # counted as /v1/messages renders it: thinking disabled renders a shorter prompt
     thinking: Omittable[dict[str, Any]] = None
 
-
     @field_validator("thinking")
     @classmethod
     def _thinking_shape(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:

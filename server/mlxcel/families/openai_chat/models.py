@@ -194,7 +194,7 @@ def _own_template_kwargs(request: ChatCompletionRequest) -> dict[str, Any]:
     return request_kwargs(request.chat_template_kwargs, extra)
 
 
-def _continued(request: ChatCompletionRequest) -> Any:
+def _continued(request: ChatCompletionRequest) -> str | None:
     return continued_field((request.model_extra or {}).get("continue_final_message"),
                            request.add_generation_prompt)
 
