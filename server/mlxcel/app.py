@@ -17,6 +17,7 @@ from .api.guard import GuardSettings, RequestGuard
 from .api.handlers import install_error_handlers
 from .api.state import AppState
 from .audio.gate import AudioOnlyGate
+from .chat.turn import TurnSettings
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
 from .error_shapes import register as register_error_shape
@@ -51,6 +52,8 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
     engine = engine or Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size,
                                            parallel=config.parallel))
     limits.install(config.limits)
+    # --chat-template on the model as it loads: every route that renders or counts sees it.
+    engine.when_loaded(TurnSettings.of(config).install)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

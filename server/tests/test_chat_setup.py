@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mlxcel.chat.template import apply_template_override
+from mlxcel.chat.turn import TurnSettings
 from mlxcel.config import GenerationDefaults
 from mlxcel.engine.model import LoadedModel, load_model
 from mlxcel.errors import InvalidRequestError
@@ -44,9 +45,10 @@ def test_prompt_opening_reasoning(model: LoadedModel) -> None:
 def test_kwargs_reach_the_template(model: LoadedModel) -> None:
     apply_template_override(model, OPENS_THINKING)
     plain = to_chat_setup(request(), model, GenerationDefaults()).generation.prompt_tokens
-    server = to_chat_setup(request(), model, GenerationDefaults(), {"flag": True})
+    server_kwargs = TurnSettings(template_kwargs={"flag": True})
+    server = to_chat_setup(request(), model, GenerationDefaults(), server_kwargs)
     own = to_chat_setup(request(chat_template_kwargs={"flag": False}), model,
-                        GenerationDefaults(), {"flag": True})
+                        GenerationDefaults(), server_kwargs)
     assert len(server.generation.prompt_tokens) > len(plain)
     assert own.generation.prompt_tokens == plain
 

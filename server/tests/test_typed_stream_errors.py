@@ -38,7 +38,7 @@ def test_responses_stream_fails_cleanly() -> None:
     skeleton = response_body("resp_1", body, "m")
     stores = make_stores(4, 60, 4, 60)
     text = asyncio.run(_drain(
-        lambda handle: stream_response(handle, turn, skeleton, None, stores)))  # type: ignore[arg-type]
+        lambda handle: stream_response(handle, turn, skeleton, stores)))
     stream = check_responses_stream(parse_sse(text).events)
     assert [p["type"] for p in stream.payloads][-2:] == ["error", "response.failed"]
     assert stream.payloads[-1]["response"]["error"]["code"] == "server_error"

@@ -119,7 +119,8 @@ def test_family_encoders_stream_what_the_whole_text_reads(
         list(responses.finish("completed"))
         out = responses.enc.output
         reasoning = [i for i in out if i["type"] == "reasoning"]
-        assert ("".join(responses.reasoning_text) if reasoning else None) == whole.reasoning
+        reasoning_text = "".join(p["text"] for i in reasoning for p in i["content"])
+        assert (reasoning_text if reasoning else None) == whole.reasoning
         assert "".join(p["text"] for i in out if i["type"] == "message"
                        for p in i["content"]) == whole.content
         calls = [(i["name"], i["arguments"]) for i in out

@@ -49,6 +49,17 @@ THINKING_TYPES = ("enabled", "disabled", "adaptive")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
+def checked_thinking(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``thinking``: an object whose ``type`` is one of ``THINKING_TYPES``."""
+    if value is None:
+        return None
+    if value.get("type") not in THINKING_TYPES:
+        raise ValueError(f"thinking.type must be one of {', '.join(THINKING_TYPES)}")
+    if "budget_tokens" in value and value["budget_tokens"] is None:
+        raise ValueError("thinking.budget_tokens must be an integer")
+    return value
+
+
 class MessagesRequest(BaseModel):
     """Anthropic's MessageCreateParams: none of its fields is nullable (its OpenAPI document,
     as the SDK's generated types show), so ``null`` is a 400 here, as it is there. It holds
@@ -80,13 +91,7 @@ class MessagesRequest(BaseModel):
     @field_validator("thinking")
     @classmethod
     def _thinking_shape(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is None:
-            return None
-        if value.get("type") not in THINKING_TYPES:
-            raise ValueError(f"thinking.type must be one of {', '.join(THINKING_TYPES)}")
-        if "budget_tokens" in value and value["budget_tokens"] is None:
-            raise ValueError("thinking.budget_tokens must be an integer")
-        return value
+        return checked_thinking(value)
 
     @property
     def thinking_enabled(self) -> bool:
@@ -136,6 +141,13 @@ class CountTokensRequest(BaseModel):
     system: Omittable[str | list[dict[str, Any]]] = None
     tools: Omittable[list[dict[str, Any]]] = None
     tool_choice: Omittable[dict[str, Any]] = None
+    # counted as /v1/messages renders it: thinking disabled renders a shorter prompt
+    thinking: Omittable[dict[str, Any]] = None
+
+    @field_validator("thinking")
+    @classmethod
+    def _thinking_shape(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return checked_thinking(value)
 
 
 def _bad(message: str, param: str) -> InvalidRequestError:
@@ -249,27 +261,14 @@ def template_messages(request: MessagesRequest | CountTokensRequest) -> list[dic
 
 
 def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, Any]] | None:
-    """Client tools in the chat-template shape, narrowed by ``tool_choice``; server tools
-    (no ``input_schema``) are dropped: nothing here can run them."""
+    """Client tools in the chat-template shape (``tool_choice`` narrows them in
+    ``chat/turn.py``, as on every family); server tools (no ``input_schema``) are dropped:
+    nothing here can run them."""
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(request.tools or []):
         if tool.get("type") not in (None, "custom"):
             continue  # a server tool (its own type, no input_schema)
         tools.append({"type": "function", "function": _client_tool(tool, f"tools.{i}")})
-    choice = request.tool_choice if request.tool_choice is not None else {"type": "auto"}
-    kind = choice.get("type")
-    if kind == "none":
-        return None
-    if kind == "tool":
-        if not isinstance(choice.get("name"), str):
-            raise _bad("tool_choice.name must be a string.", "tool_choice.name")
-        named = [t for t in tools if t["function"]["name"] == choice.get("name")]
-        if not named:
-            raise _bad(f"tool_choice names tool {choice.get('name')!r}, which is not in tools.",
-                       "tool_choice.name")
-        return named
-    if kind not in ("auto", "any"):
-        raise _bad("tool_choice.type must be one of auto, any, tool, none.", "tool_choice.type")
     return tools or None
 
 
@@ -290,14 +289,30 @@ def _client_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     return function
 
 
-def forced_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:
-    """Anthropic's ``any`` / ``tool`` in the chat ``tool_choice`` shape the forcing rules read."""
-    choice = request.tool_choice or {}
-    if choice.get("type") == "any":
+def chat_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:
+    """Anthropic's ``tool_choice`` in chat's shape, which the one set of rules reads
+    (``chat/tool_choice.py``): ``any`` is ``required``, ``tool`` names a function."""
+    choice = request.tool_choice
+    if choice is None:
+        return None
+    kind = choice.get("type")
+    if kind in ("auto", "none"):
+        return kind
+    if kind == "any":
         return "required"
-    if choice.get("type") == "tool":
-        return {"type": "function", "function": {"name": choice.get("name")}}
-    return None
+    if kind == "tool":
+        if not isinstance(choice.get("name"), str) or not choice["name"]:
+            raise _bad("tool_choice.name must be a non-empty string.", "tool_choice.name")
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise _bad("tool_choice.type must be one of auto, any, tool, none.", "tool_choice.type")
+
+
+def thinking_switch(thinking: dict[str, Any] | None) -> bool | None:
+    """Anthropic's ``thinking.type`` as the turn's switch: ``disabled`` renders the turn
+    without reasoning (as chat's ``enable_thinking: false``), ``enabled``/``adaptive`` with
+    it; absent leaves the template's default."""
+    kind = (thinking or {}).get("type")
+    return None if kind is None else kind != "disabled"
 
 
 def tool_input(arguments: str) -> dict[str, Any]:

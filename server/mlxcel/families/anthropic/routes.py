@@ -11,25 +11,21 @@ from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority
 from ...api.state import app_state
-from ...chat.forcing import instructed_messages
 from ...chat.output import read_output
 from ...chat.reasoning_tokens import thinking_tokens
-from ...chat.template import render_chat_prompt
+from ...chat.turn import TurnSettings, render_turn
 from ...sse import sse_response
 from .errors import ANTHROPIC_ERROR_SHAPE
 from .models import (
     CountTokensRequest,
     MessagesRequest,
-    chat_tools,
-    forced_tool_choice,
     message_body,
     message_shell,
     stop_reason,
-    template_messages,
     usage_of,
 )
 from .stream import stream_message
-from .turn import content_blocks, to_messages_turn
+from .turn import content_blocks, messages_turn, to_messages_turn
 
 router = APIRouter()
 error_shape = ANTHROPIC_ERROR_SHAPE
@@ -40,7 +36,8 @@ async def create_message(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, MessagesRequest)
     model = state.require_model()
-    turn = await prepare_prompt(model, to_messages_turn, body, model, state.config.defaults)
+    turn = await prepare_prompt(model, to_messages_turn, body, model, state.config.defaults,
+                                TurnSettings.of(state.config))
     gen = turn.generation
     handle = state.engine.submit(gen, request_priority(request))
     shell = message_shell(gen.request_id, state.model_name, len(gen.prompt_tokens))
@@ -60,11 +57,10 @@ async def count_tokens(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, CountTokensRequest)
     model = state.require_model()
-    tools = chat_tools(body)
-    # The forced-choice instruction /v1/messages would add is part of the real prompt.
-    messages = instructed_messages(template_messages(body), tools, forced_tool_choice(body))
-    prompt = await prepare_prompt(model, render_chat_prompt, model, messages, tools=tools)
-    return JSONResponse({"input_tokens": len(prompt)})
+    # The prompt /v1/messages renders (the forced choice's instruction included).
+    turn = messages_turn(body, state.config.defaults.n_predict)
+    prompt = await prepare_prompt(model, render_turn, turn, model, TurnSettings.of(state.config))
+    return JSONResponse({"input_tokens": len(prompt.tokens)})
 
 
 for _prefix in ("/v1", ""):

@@ -1,27 +1,27 @@
-"""An Anthropic Messages request translated for the engine: the prompt (with a forced
-``tool_choice``'s instruction and grammar, and the thinking budget), its ``GenerationRequest``,
-how the output is read; and the non-streamed message's content blocks."""
+"""An Anthropic Messages request translated into the family-neutral chat turn
+(``chat/turn.py``: tool_choice, thinking switch and budget, prefill) and its
+``GenerationRequest``; and the non-streamed message's content blocks."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ...chat.forcing import constrain
-from ...chat.output import OutputSetup, ParsedOutput, output_setup
-from ...chat.template import render_chat
-from ...chat.thinking_budget import budget_factory
+from ...chat.output import OutputSetup, ParsedOutput
+from ...chat.turn import TurnRequest, TurnSettings, build
 from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...generation import GenerationRequest
 from .models import (
     DIRECT_CALLER,
+    CountTokensRequest,
     MessagesRequest,
+    chat_tool_choice,
     chat_tools,
-    forced_tool_choice,
     new_message_id,
     new_tool_use_id,
     template_messages,
+    thinking_switch,
     tool_input,
 )
 
@@ -33,28 +33,34 @@ class MessagesTurn:
     with_thinking: bool  # reasoning is sent as thinking blocks (else left out)
 
 
-def to_messages_turn(body: MessagesRequest, model: LoadedModel,
-                     defaults: GenerationDefaults) -> MessagesTurn:
+def messages_turn(body: MessagesRequest | CountTokensRequest, max_tokens: int,
+                  thinking_budget: int | None = None) -> TurnRequest:
+    """A Messages body (or its count_tokens body) as the family-neutral turn."""
+    return TurnRequest(
+        messages=template_messages(body),
+        max_tokens=max_tokens,
+        tools=chat_tools(body),
+        tool_choice=chat_tool_choice(body),
+        thinking=thinking_switch(body.thinking),
+        thinking_budget=thinking_budget,
+    )
+
+
+def to_messages_turn(body: MessagesRequest, model: LoadedModel, defaults: GenerationDefaults,
+                     settings: TurnSettings | None = None) -> MessagesTurn:
     """Render the prompt and build the request (may read media: run it off the event loop)."""
-    tools = chat_tools(body)
-    messages, constraints = constrain(model, template_messages(body), tools,
-                                      forced_tool_choice(body), None, body.max_tokens)
-    rendered = render_chat(model, messages, tools=tools)
-    output = output_setup(model, rendered.text, tools)
-    budget = budget_factory(model, body.thinking_budget(), output.starts_in_reasoning,
-                            output.reasoning)
-    if budget is not None:
-        constraints = (budget, *constraints)
+    turn = build(messages_turn(body, body.max_tokens, body.thinking_budget()), model,
+                 settings or TurnSettings())
     generation = GenerationRequest(
-        prompt_tokens=tuple(rendered.tokens),
+        prompt_tokens=tuple(turn.prompt.tokens),
         max_tokens=body.max_tokens,
         sampling=body.sampling(defaults),
         stop=body.stop_strings(),
-        logits_processor_factories=constraints,
+        logits_processor_factories=turn.constraints,
         request_id=new_message_id(),
-        vision=rendered.vision,
+        vision=turn.prompt.vision,
     )
-    return MessagesTurn(generation, output, body.thinking_enabled)
+    return MessagesTurn(generation, turn.output, body.thinking_enabled)
 
 
 def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 (llama-server's shape: ``{"prompt": "..."}``, generation prompt appended). The body is checked
 as the chat route checks it (llama-server runs its chat parser here too): the same 400s.
 
-``chat_template_kwargs`` are template variables, as on the chat route: a request cannot supply
+``chat_template_kwargs`` are template variables over the server's ``--chat-template-kwargs``,
+as on the chat route: a request cannot supply
 the template itself (``chat_template`` and the other reserved keys are dropped), so it cannot
 make the server render a gigabyte or loop for minutes. Rendering runs off the event loop.
 """
@@ -18,6 +19,7 @@ from jinja2 import TemplateError
 from ...api.offload import json_response, parse_request
 from ...api.state import app_state
 from ...chat.template import template_variables
+from ...chat.turn import TurnSettings
 from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
@@ -28,18 +30,20 @@ router = APIRouter()
 
 
 def _rendered(model: LoadedModel, body: ChatCompletionRequest,
-              defaults: GenerationDefaults) -> dict[str, Any]:
+              defaults: GenerationDefaults, settings: TurnSettings) -> dict[str, Any]:
     messages = template_messages(body)
     if model.chat_template is None:
         raise InvalidRequestError("The loaded model has no chat template.")
-    check_chat_request(body, model, defaults)
+    check_chat_request(body, model, defaults, settings)
+    # --chat-template-kwargs under the request's own, as on the chat route
+    kwargs = {**settings.template_kwargs, **(body.chat_template_kwargs or {})}
     try:
         text = model.tokenizer.apply_chat_template(
             messages,
             tools=body.tools or None,
             add_generation_prompt=True,
             tokenize=False,
-            **template_variables(body.chat_template_kwargs),
+            **template_variables(kwargs),
         )
     except (TemplateError, TypeError, ValueError, KeyError, AttributeError,
             IndexError, OverflowError) as exc:
@@ -56,4 +60,5 @@ async def apply_template(request: Request) -> Response:
     state = app_state(request)
     body = await parse_request(request, ChatCompletionRequest)
     check_choice_count(body.n, state.config.parallel)  # as the chat route parses it
-    return await json_response(_rendered, state.require_model(), body, state.config.defaults)
+    return await json_response(_rendered, state.require_model(), body, state.config.defaults,
+                               TurnSettings.of(state.config))

@@ -1,10 +1,6 @@
-"""OpenAI Chat Completions: the request model and its translation to a ``GenerationRequest``
-plus the ``ChatSetup`` that splits the output (rendering lives in ``chat_render.py``).
-
-Order of the translation: tool_choice rules (400s), constraints (forced call grammar or
-``response_format``), template kwargs, the rolling reasoning checkpoint, the tool_choice
-instruction, then the template.
-"""
+"""OpenAI Chat Completions: the request model and its translation into the family-neutral
+chat turn (``chat/turn.py`` decides what the turn means) and a ``GenerationRequest``, plus the
+``ChatSetup`` that splits the output (rendering lives in ``render.py``)."""
 
 from __future__ import annotations
 
@@ -13,33 +9,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...chat.continuation import continued_field, prefilled_field
-from ...chat.forced_choice import forced_call_factories
+from ...chat.continuation import continued_field
 from ...chat.multimodal import image_part
 from ...chat.output import OutputSetup
-from ...chat.reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 from ...chat.stream_filter import ChatOutputParser
-from ...chat.template import render_chat
-from ...chat.template_kwargs import merged_kwargs, request_kwargs
-from ...chat.thinking import apply_rolling_checkpoint
-from ...chat.thinking_budget import budget_factory
-from ...chat.tool_calls import tool_format_of
-from ...chat.tool_choice import ToolPlan, place_instruction, plan_tools
-from ...chat.tool_formats.base import ToolFormat
+from ...chat.template_kwargs import request_kwargs
+from ...chat.turn import TurnRequest, TurnSettings, build, check
 from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
-from ...generation import Finished, GenerationRequest, LogitsProcessorFactory
+from ...generation import Finished, GenerationRequest
 from ...protocol.completion_fields import new_id
 from ...protocol.field_limits import Identifier, Metadata, SafetyIdentifier
 from ...protocol.sampling_fields import OpenAISamplingFields
 from ...protocol.types import Int, Omittable
-from ...structured.response_format import (
-    check_response_format,
-    is_constraining,
-    response_format_factories,
-)
-from ...structured.user_grammar import extra_grammar_factories
 
 MEDIA_PART_TYPES = ("image_url", "input_image", "video_url", "input_audio")
 
@@ -194,78 +177,51 @@ class ChatSetup:
     output into answer, reasoning and tool calls."""
 
     generation: GenerationRequest
-    tool_format: ToolFormat | None
-    tools: list[dict[str, Any]] | None
-    reasoning: ReasoningMarkers | None
-    starts_in_reasoning: bool
+    output: OutputSetup
     forced: bool = False  # tool_choice required or named
 
+    @property
+    def starts_in_reasoning(self) -> bool:
+        return self.output.starts_in_reasoning
+
     def new_parser(self) -> ChatOutputParser:
-        output = OutputSetup(self.tool_format, self.tools, self.reasoning,
-                             self.starts_in_reasoning)
-        return output.new_parser(self.generation.request_id)
+        return self.output.new_parser(self.generation.request_id)
 
 
-def _template_kwargs(request: ChatCompletionRequest, server: dict[str, Any]) -> dict[str, Any]:
+def _own_template_kwargs(request: ChatCompletionRequest) -> dict[str, Any]:
     # extra_body is a declared field (cache_prompt reads it too), so it is not in model_extra.
     extra = {**(request.model_extra or {}), "extra_body": request.extra_body}
-    own = request_kwargs(request.chat_template_kwargs, extra)
-    return merged_kwargs(server, own)
+    return request_kwargs(request.chat_template_kwargs, extra)
 
 
-def _constraints(
-    request: ChatCompletionRequest, model: LoadedModel, plan: ToolPlan, fmt: ToolFormat | None,
-    max_tokens: int,
-) -> tuple[LogitsProcessorFactory, ...]:
-    if plan.required and is_constraining(request.response_format):
-        raise InvalidRequestError(
-            "A forced tool_choice cannot be combined with a constraining response_format.",
-            param="tool_choice",
-        )
-    other = "a forced tool_choice" if plan.required else \
-        "a constraining response_format" if is_constraining(request.response_format) else None
-    own = extra_grammar_factories(model, request.model_extra, other)
-    if own:
-        return own
-    if plan.required and plan.tools:
-        return forced_call_factories(model, fmt, plan.tools, max_tokens)
-    return response_format_factories(model, request.response_format)
-
-
-@dataclass(frozen=True)
-class _Checked:
-    """What the checks every chat body passes leave behind (tools, limit, constraints)."""
-
-    plan: ToolPlan
-    fmt: ToolFormat | None
-    limit: int
-    factories: tuple[LogitsProcessorFactory, ...]
-    kwargs: dict[str, Any]
-
-
-def _checked(request: ChatCompletionRequest, model: LoadedModel, defaults: GenerationDefaults,
-             server_template_kwargs: dict[str, Any]) -> _Checked:
-    check_response_format(request.response_format)  # n is the route's (slot count, choices.py)
-    plan = plan_tools(request.tools, request.tool_choice)
-    fmt = tool_format_of(model) if plan.tools else None
-    limit = request.max_completion_tokens or request.max_tokens or defaults.n_predict
-    factories = _constraints(request, model, plan, fmt, limit)
-    return _Checked(plan, fmt, limit, factories, _template_kwargs(request, server_template_kwargs))
-
-
-def _continued(request: ChatCompletionRequest) -> Any:
+def _continued(request: ChatCompletionRequest) -> str | None:
     return continued_field((request.model_extra or {}).get("continue_final_message"),
                            request.add_generation_prompt)
 
 
+def chat_turn(request: ChatCompletionRequest, defaults: GenerationDefaults) -> TurnRequest:
+    """A chat body as the family-neutral turn (``chat/turn.py``)."""
+    return TurnRequest(
+        messages=template_messages(request),
+        max_tokens=request.max_completion_tokens or request.max_tokens or defaults.n_predict,
+        tools=request.tools,
+        tool_choice=request.tool_choice,
+        response_format=request.response_format,
+        grammar_fields=request.model_extra,
+        template_kwargs=_own_template_kwargs(request),
+        continue_final=_continued(request),
+        thinking_budget=request.thinking_budget(),
+        role_mapping=request.role_mapping,
+    )
+
+
 def check_chat_request(request: ChatCompletionRequest, model: LoadedModel,
-                       defaults: GenerationDefaults) -> None:
+                       defaults: GenerationDefaults, settings: TurnSettings | None = None
+                       ) -> None:
     """Every 400 ``to_chat_setup`` gives a body, without rendering its prompt: for a route that
     reads a chat body and generates nothing (``/apply-template``, as llama-server parses it
     with its chat route's parser; ``n`` is checked against the slots by the route)."""
-    _checked(request, model, defaults, {})
-    _continued(request)
-    request.thinking_budget()
+    check(chat_turn(request, defaults), model, settings or TurnSettings())
     request.sampling(defaults)
 
 
@@ -273,38 +229,23 @@ def to_chat_setup(
     request: ChatCompletionRequest,
     model: LoadedModel,
     defaults: GenerationDefaults,
-    server_template_kwargs: dict[str, Any] | None = None,
-    prefill_assistant: bool = False,
+    settings: TurnSettings | None = None,
 ) -> ChatSetup:
-    checked = _checked(request, model, defaults, server_template_kwargs or {})
-    plan, kwargs = checked.plan, checked.kwargs
-    markers = reasoning_markers(model)
-    messages = apply_rolling_checkpoint(
-        template_messages(request), markers, bool(kwargs.get("preserve_thinking"))
-    )
-    messages = place_instruction(messages, plan.instruction)
-    continued = _continued(request)
-    if continued is None and prefill_assistant:
-        continued = prefilled_field(messages)  # llama-server's --prefill-assistant
-    prompt = render_chat(model, messages, tools=plan.tools, template_kwargs=kwargs,
-                         role_mapping=request.role_mapping, continue_final=continued)
-    sampling = request.sampling(defaults)
-    opens = prompt_opens_reasoning(prompt.text, markers)
-    budget = budget_factory(model, request.thinking_budget(), opens, markers)
-    factories = checked.factories if budget is None else (budget, *checked.factories)
+    turn_request = chat_turn(request, defaults)
+    turn = build(turn_request, model, settings or TurnSettings())
     generation = GenerationRequest(
-        prompt_tokens=tuple(prompt.tokens),
-        max_tokens=checked.limit,
-        sampling=sampling,
+        prompt_tokens=tuple(turn.prompt.tokens),
+        max_tokens=turn_request.max_tokens,
+        sampling=request.sampling(defaults),
         stop=request.stop_strings(),
         logprobs=request.wants_logprobs(),
         top_logprobs=request.top_logprobs_count(),
         ignore_eos=bool(request.ignore_eos),
-        logits_processor_factories=factories,
+        logits_processor_factories=turn.constraints,
         request_id=new_id("chatcmpl-"),
-        vision=prompt.vision,
+        vision=turn.prompt.vision,
     )
-    return ChatSetup(generation, checked.fmt, plan.tools, markers, opens, plan.required)
+    return ChatSetup(generation, turn.output, turn.forced)
 
 
 def usage_of(finished: Finished, reasoning_tokens: int = 0) -> dict[str, Any]:

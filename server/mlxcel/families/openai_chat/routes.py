@@ -19,7 +19,7 @@ from ...api.offload import parse_request
 from ...api.priority import request_priority
 from ...api.state import FINGERPRINT, AppState, app_state
 from ...chat.reasoning_tokens import ReasoningTokenCount
-from ...chat.template import apply_template_override
+from ...chat.turn import TurnSettings
 from ...engine.handle import RequestHandle
 from ...generation import Finished, PromptProgress
 from ...protocol.choices import check_choice_count, choice_requests
@@ -45,10 +45,6 @@ def _warn_if_forced_without_call(setup: ChatSetup, has_calls: bool) -> None:
                     setup.generation.request_id)
 
 
-def _server_chat_settings(state: AppState) -> tuple[str | None, dict[str, Any]]:
-    return state.config.chat_template, dict(state.config.chat_template_kwargs)
-
-
 async def _chat_setup(request: Request
                       ) -> tuple[AppState, ChatCompletionRequest, ChatSetup, Any]:
     """(state, body, setup, LoRA adapter) of a chat body; the model fields checked first."""
@@ -57,10 +53,8 @@ async def _chat_setup(request: Request
     _choices(state, body)
     adapter = check_model_fields(body, state.config.adapter_dir, state.config.draft_model)
     model = state.require_model()
-    template, server_kwargs = _server_chat_settings(state)
-    apply_template_override(model, template)
     setup = await prepare_prompt(model, to_chat_setup, body, model, state.config.defaults,
-                                 server_kwargs, state.config.prefill_assistant)
+                                 TurnSettings.of(state.config))
     return state, body, setup, adapter
 
 

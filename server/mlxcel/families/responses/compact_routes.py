@@ -20,7 +20,8 @@ from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import AppState, app_state
 from ...chat.output import output_setup, read_output
-from ...chat.template import render_chat, render_chat_prompt
+from ...chat.template import render_chat_prompt
+from ...chat.tool_choice import plan_tools
 from ...engine.model import LoadedModel
 from ...errors import ContextLengthExceeded, InvalidRequestError
 from ...protocol.types import Int, Omittable
@@ -37,7 +38,7 @@ from .compaction import (
     transcript,
 )
 from .input import input_messages
-from .models import ResponsesRequest, chat_tools, new_id, usage_body
+from .models import ResponsesRequest, chat_tool_choice, chat_tools, new_id, usage_body
 from .turn import PreparedTurn
 
 router = APIRouter()
@@ -152,7 +153,8 @@ async def compact(request: Request) -> Response:
     assert body.input is not None
     result = await compact_history(
         request, state, model, input_messages(body.input), system=system,
-        tools=chat_tools(body), keep_tokens=body.keep_tokens,
+        tools=plan_tools(chat_tools(body), chat_tool_choice(body)).tools,
+        keep_tokens=body.keep_tokens,
         summary_tokens=body.max_output_tokens)
     output = messages_to_items(result.kept) + [result.item()] + \
         messages_to_items(result.retained)
@@ -203,7 +205,5 @@ async def apply_context_management(
     result = await compact_history(request, state, model, turn.history, system=system,
                                    tools=turn.tools)
     turn.history = result.messages
-    rendered = await off_loop(render_chat, model, system + turn.history, tools=turn.tools)
-    turn.prompt, turn.vision = rendered.tokens, rendered.vision
-    turn.output = output_setup(model, rendered.text, turn.tools)
+    await off_loop(turn.rebuild, model, system)
     return result

@@ -129,8 +129,8 @@ def _function_tool(tool: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 def chat_tools(request: ResponsesRequest) -> list[dict[str, Any]] | None:
-    """Function tools in the chat-template shape, narrowed by ``tool_choice``; None when the
-    model is not to see tools (``tool_choice: "none"`` or no tools)."""
+    """Function tools in the chat-template shape, all of them (``tool_choice`` narrows them in
+    ``chat/turn.py``, as on every family); None when there are none."""
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(request.tools or []):
         kind = tool.get("type")
@@ -144,26 +144,7 @@ def chat_tools(request: ResponsesRequest) -> list[dict[str, Any]] | None:
                 param=f"tools.{i}.type",
             )
         tools.append(_function_tool(tool, i))
-    return _narrow(tools, request.tool_choice)
-
-
-def _narrow(tools: list[dict[str, Any]], choice: str | dict[str, Any] | None) -> Any:
-    if choice is None or choice in ("auto", "required"):
-        return tools or None
-    if choice == "none":
-        return None
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        named = [t for t in tools if t["function"]["name"] == choice.get("name")]
-        if not named:
-            raise InvalidRequestError(
-                f"tool_choice names function {choice.get('name')!r}, which is not in tools.",
-                param="tool_choice",
-            )
-        return named
-    raise InvalidRequestError(
-        "tool_choice must be 'none', 'auto', 'required' or {'type': 'function', 'name': ...}.",
-        param="tool_choice",
-    )
+    return tools or None
 
 
 def response_format_of(request: ResponsesRequest) -> dict[str, Any] | None:
@@ -176,11 +157,35 @@ def response_format_of(request: ResponsesRequest) -> dict[str, Any] | None:
 
 
 def chat_tool_choice(request: ResponsesRequest) -> Any:
-    """Responses' ``tool_choice`` in the chat shape the forcing rules read."""
+    """Responses' ``tool_choice`` in chat's shape, which the one set of rules reads
+    (``chat/tool_choice.py``): a named function's ``name`` sits at the top level here."""
     choice = request.tool_choice
+    if choice is None or choice in ("auto", "none", "required"):
+        return choice
     if isinstance(choice, dict) and choice.get("type") == "function":
-        return {"type": "function", "function": {"name": choice.get("name")}}
-    return choice if choice == "required" else None
+        name = choice.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequestError("tool_choice.name must be a non-empty string.",
+                                      param="tool_choice.name")
+        return {"type": "function", "function": {"name": name}}
+    raise InvalidRequestError(
+        "tool_choice must be 'none', 'auto', 'required' or {'type': 'function', 'name': ...}.",
+        param="tool_choice",
+    )
+
+
+# ``reasoning.effort`` values (OpenAI's Reasoning object): ``none`` turns reasoning off.
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def thinking_switch(request: ResponsesRequest) -> bool | None:
+    """``reasoning.effort`` as the turn's thinking switch: ``none`` renders the turn without
+    reasoning (the template's ``enable_thinking: false``), any other effort with it; absent
+    (or an effort this server does not know) leaves the template's default."""
+    effort = (request.reasoning or {}).get("effort")
+    if effort not in REASONING_EFFORTS:
+        return None
+    return effort != "none"
 
 
 def new_id(prefix: str) -> str:

@@ -37,7 +37,6 @@ class ResponsesPieceEncoder:
     def __init__(self, encoder: ResponsesEventEncoder) -> None:
         self.enc = encoder
         self.kind: Section | None = None
-        self.reasoning_text: list[str] = []
         self.wrote_message = False
         self.complete_calls = 0
 
@@ -68,8 +67,6 @@ class ResponsesPieceEncoder:
             self.wrote_message |= kind == "content"
             yield self.enc.add_item(_item_for(kind))
             yield self.enc.open_part(PART_OF[kind])
-        if kind == "reasoning":
-            self.reasoning_text.append(text)
         if text:
             yield self.enc.text_delta(PART_OF[kind], text)
 

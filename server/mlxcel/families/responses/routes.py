@@ -15,6 +15,8 @@ from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import app_state
 from ...chat.output import read_output
+from ...chat.reasoning_tokens import thinking_tokens
+from ...chat.turn import TurnSettings
 from ...errors import InvalidRequestError, NotFoundError
 from ...sse import sse_response
 from .compact_routes import apply_context_management, compaction_threshold
@@ -39,17 +41,17 @@ async def create_response(request: Request) -> Response:
     body = await parse_request(request, ResponsesRequest)
     model = state.require_model()
     turn = await prepare_prompt(model, prepare, body, model, stores,
-                                state.config.defaults.n_predict)
+                                state.config.defaults.n_predict, TurnSettings.of(state.config))
     compacted = await apply_context_management(request, state, model, turn)
     gen = generation_request(turn, state.config.defaults, model.context_size)
     handle = state.engine.submit(gen, request_priority(request))
     skeleton = response_body(gen.request_id, body, state.model_name,
                              sampling=(gen.sampling.temperature, gen.sampling.top_p))
     if body.stream:
-        return sse_response(stream_response(handle, turn, skeleton, model, stores, compacted))
+        return sse_response(stream_response(handle, turn, skeleton, stores, compacted))
     done = await collect(request, handle)
     parsed = read_output(turn.output, done.text)
-    reasoning_tokens = len(model.encode(parsed.reasoning)) if parsed.reasoning else 0
+    reasoning_tokens = thinking_tokens(turn.output.new_parser(), done.deltas)
     output = output_items(parsed, done.finished)
     if compacted is not None:
         output.insert(0, compacted.item())
@@ -106,7 +108,7 @@ async def count_input_tokens(request: Request) -> Response:
     compaction_threshold(body)  # checked as on /v1/responses; the count is before compaction
     model = state.require_model()
     turn = await prepare_prompt(model, prepare, body, model, stores_of(request),
-                                state.config.defaults.n_predict)
+                                state.config.defaults.n_predict, TurnSettings.of(state.config))
     return JSONResponse({"object": "response.input_tokens", "input_tokens": len(turn.prompt)})
 
 

@@ -13,8 +13,8 @@ import anyio
 
 from ...api.generation import stream_events
 from ...api.offload import off_loop
+from ...chat.reasoning_tokens import ReasoningTokenCount
 from ...engine.handle import RequestHandle
-from ...engine.model import LoadedModel
 from ...generation import Finished
 from ...sse import named_event
 from .compact_routes import Compacted
@@ -30,24 +30,22 @@ def _send(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> str:
 
 
 def _finish(skeleton: dict[str, Any], finished: Finished, writer: ResponsesPieceEncoder,
-            model: LoadedModel) -> dict[str, Any]:
-    """The final body (tokenizes the reasoning text: call off the loop)."""
-    reasoning = "".join(writer.reasoning_text)
-    return finish_body(skeleton, finished, writer.enc.output,
-                       len(model.encode(reasoning)) if reasoning else 0)
+            reasoning_tokens: int) -> dict[str, Any]:
+    """The final body; ``reasoning_tokens`` counted from the engine's token stream."""
+    return finish_body(skeleton, finished, writer.enc.output, reasoning_tokens)
 
 
 async def stream_response(
     handle: RequestHandle,
     turn: PreparedTurn,
     skeleton: dict[str, Any],
-    model: LoadedModel,
     stores: ResponsesStores,
     compacted: Compacted | None = None,
 ) -> AsyncIterator[str]:
     enc = ResponsesEventEncoder()
     writer = ResponsesPieceEncoder(enc)
-    parser = turn.output.new_parser(skeleton["id"])
+    counter = ReasoningTokenCount(turn.output.new_parser(skeleton["id"]))
+    parser = counter.parser
     response_id = skeleton["id"]
     kept = turn.body.store is not False and stores.responses.enabled
     if kept:
@@ -67,7 +65,7 @@ async def stream_response(
         async for event in stream_events(handle):
             if not isinstance(event, Finished):
                 generated += len(event.token_ids)
-                yield _send(writer.pieces(parser.feed(event.text)))
+                yield _send(writer.pieces(counter.feed(event)))
                 continue
             ended = True
             if event.reason == "error":  # a failed response is not kept
@@ -76,7 +74,7 @@ async def stream_response(
                 return
             status = "incomplete" if event.reason == "length" else "completed"
             yield _send([*writer.pieces(parser.finish()), *writer.finish(status)])
-            final = await off_loop(_finish, skeleton, event, writer, model)
+            final = _finish(skeleton, event, writer, counter.tokens)
             if not stores.running.deleted(response_id):
                 await off_loop(remember, stores, turn, final)
             streamed = final
@@ -91,14 +89,14 @@ async def stream_response(
         if not handle.finished.is_set():
             handle.cancel()
         if kept and not ended and not stores.running.deleted(response_id):
-            await _keep_unfinished(stores, turn, skeleton, writer, model,
+            await _keep_unfinished(stores, turn, skeleton, writer, counter.tokens,
                                    Finished("cancelled", len(turn.prompt), generated))
         stores.running.end(response_id)
 
 
 async def _keep_unfinished(stores: ResponsesStores, turn: PreparedTurn,
                            skeleton: dict[str, Any], writer: ResponsesPieceEncoder,
-                           model: LoadedModel, finished: Finished) -> None:
+                           reasoning_tokens: int, finished: Finished) -> None:
     """Store a response whose stream stopped early (the client went away): ``cancelled``,
     with the items generated so far, the open one ``incomplete``. Shielded: the stream's task
     is being cancelled, and the write must still happen."""
@@ -106,7 +104,7 @@ async def _keep_unfinished(stores: ResponsesStores, turn: PreparedTurn,
         list(writer.close("incomplete"))
     with anyio.CancelScope(shield=True):
         try:
-            final = await off_loop(_finish, skeleton, finished, writer, model)
+            final = _finish(skeleton, finished, writer, reasoning_tokens)
             await off_loop(remember, stores, turn, final)
         except Exception:  # a store that fails must not turn a disconnect into a traceback loop
             log.exception("storing the cancelled response %s failed", skeleton["id"])

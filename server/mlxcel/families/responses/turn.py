@@ -4,13 +4,11 @@ turn."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ...chat.forcing import constrain
-from ...chat.output import OutputSetup, output_setup
-from ...chat.template import render_chat
-from ...chat.thinking_budget import budget_factory
+from ...chat.output import OutputSetup
+from ...chat.turn import TurnRequest, TurnSettings, build
 from ...config import GenerationDefaults
 from ...engine.model import LoadedModel
 from ...errors import InvalidRequestError
@@ -23,6 +21,7 @@ from .models import (
     check_unsupported,
     new_id,
     response_format_of,
+    thinking_switch,
 )
 from .response_store import StoredResponse
 from .store_service import ResponsesStores
@@ -40,6 +39,17 @@ class PreparedTurn:
     # grammar for a forced tool choice or a json_schema text.format
     constraints: tuple[LogitsProcessorFactory, ...] = ()
     vision: VisionInputs | None = None  # input_image parts, on a vision-language model
+    # the neutral turn it was built from, and the server's part (a compaction rebuilds it)
+    request: TurnRequest | None = None
+    settings: TurnSettings | None = None
+
+    def rebuild(self, model: LoadedModel, system: list[dict[str, Any]]) -> None:
+        """Render again after ``history`` changed (a compaction), with the same rules."""
+        assert self.request is not None
+        turn = build(replace(self.request, messages=system + self.history), model,
+                     self.settings or TurnSettings())
+        self.prompt, self.vision = turn.prompt.tokens, turn.prompt.vision
+        self.output, self.constraints = turn.output, turn.constraints
 
 
 def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict[str, Any]]:
@@ -65,7 +75,7 @@ def _earlier_turns(body: ResponsesRequest, stores: ResponsesStores) -> list[dict
 
 
 def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
-            default_max_tokens: int) -> PreparedTurn:
+            default_max_tokens: int, settings: TurnSettings | None = None) -> PreparedTurn:
     # A prompt past the context is refused by the engine at submit, after any compaction.
     check_unsupported(body)
     tools = chat_tools(body)
@@ -75,17 +85,19 @@ def prepare(body: ResponsesRequest, model: LoadedModel, stores: ResponsesStores,
     if not history:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input")
     system = [{"role": "system", "content": body.instructions}] if body.instructions else []
-    max_tokens = body.max_output_tokens or body.max_tokens or default_max_tokens
-    messages, constraints = constrain(model, system + history, tools, chat_tool_choice(body),
-                                      response_format_of(body), max_tokens)
-    rendered = render_chat(model, messages, tools=tools)
-    output = output_setup(model, rendered.text, tools)
-    thinking = budget_factory(model, body.thinking_budget(), output.starts_in_reasoning,
-                              output.reasoning)
-    if thinking is not None:
-        constraints = (thinking, *constraints)
-    return PreparedTurn(body, history, tools, rendered.tokens, output, constraints,
-                        rendered.vision)
+    request = TurnRequest(
+        messages=system + history,
+        max_tokens=body.max_output_tokens or body.max_tokens or default_max_tokens,
+        tools=tools,
+        tool_choice=chat_tool_choice(body),
+        response_format=response_format_of(body),
+        thinking=thinking_switch(body),
+        thinking_budget=body.thinking_budget(),
+    )
+    settings = settings or TurnSettings()
+    turn = build(request, model, settings)
+    return PreparedTurn(body, history, turn.output.tools, turn.prompt.tokens, turn.output,
+                        turn.constraints, turn.prompt.vision, request, settings)
 
 
 def generation_request(turn: PreparedTurn, defaults: GenerationDefaults,
