@@ -106,6 +106,20 @@ def _batched(model: Any, prompts: list[list[int]], level: int, max_tokens: int) 
     return {"tokens": tokens, "wall_s": time.perf_counter() - started, "ttfts": ttfts, "gaps": gaps}
 
 
+def _prefill(model: Any, prompts: list[list[int]]) -> dict[str, Any]:
+    """Time to the first token of each prompt, one after another: the prompt's forward pass
+    and one sampled token, as a server's TTFT less HTTP, templating and tokenizing."""
+    import mlx.core as mx
+    from mlx_lm.generate import generate_step
+
+    ttfts = []
+    for ids in prompts:
+        sent = time.perf_counter()
+        for _ in generate_step(mx.array(ids), model, max_tokens=1):
+            ttfts.append(time.perf_counter() - sent)
+    return {"ttfts": ttfts, "prompt_tokens": [len(ids) for ids in prompts]}
+
+
 def serve(model_path: str, stdin: IO[str], stdout: IO[str]) -> None:
     """The worker: load once, then one JSON answer per JSON command line."""
     from mlx_lm import load
@@ -116,13 +130,14 @@ def serve(model_path: str, stdin: IO[str], stdout: IO[str]) -> None:
     stdout.flush()
     for line in stdin:
         command = json.loads(line)
-        level, max_tokens = int(command["level"]), int(command["max_tokens"])
         prompts = [_prompt_ids(tokenizer, text) for text in command["prompts"]]
-        run = (
-            _one_stream(model, prompts, max_tokens)
-            if level == 1
-            else _batched(model, prompts, level, max_tokens)
-        )
+        level, max_tokens = int(command.get("level", 1)), int(command.get("max_tokens", 1))
+        if command.get("mode") == "prefill":
+            run = _prefill(model, prompts)
+        elif level == 1:
+            run = _one_stream(model, prompts, max_tokens)
+        else:
+            run = _batched(model, prompts, level, max_tokens)
         stdout.write(json.dumps(run) + "\n")
         stdout.flush()
 
@@ -149,10 +164,15 @@ class LimitWorker:
             return float("nan")
 
     def run(self, level: int, prompts: list[str], max_tokens: int) -> dict[str, Any]:
+        return self._ask({"level": level, "max_tokens": max_tokens, "prompts": prompts})
+
+    def prefill(self, prompts: list[str]) -> dict[str, Any]:
+        """Each chat prompt's time to its first token, in process."""
+        return self._ask({"mode": "prefill", "prompts": prompts})
+
+    def _ask(self, command: dict[str, Any]) -> dict[str, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(
-            json.dumps({"level": level, "max_tokens": max_tokens, "prompts": prompts}) + "\n"
-        )
+        self.process.stdin.write(json.dumps(command) + "\n")
         self.process.stdin.flush()
         answer = self.process.stdout.readline()
         if not answer:

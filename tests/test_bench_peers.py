@@ -321,12 +321,15 @@ def test_a_server_s_cpu_counts_its_running_worker_processes() -> None:
 
     from benchmarks.cpu_time import stat_cpu_s, tree_cpu_s
 
-    spin = "import time\nend = time.time() + 0.8\nwhile time.time() < end: pass\ntime.sleep(5)"
+    # The child spins for 0.8 s of its own CPU time (however busy the machine), then sleeps.
+    spin = ("import time\nwhile time.process_time() < 0.8: pass\ntime.sleep(60)")
     parent = subprocess.Popen([sys.executable, "-c",
                                f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
                                f"{spin!r}])"])
     try:
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while tree_cpu_s(parent.pid) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert tree_cpu_s(parent.pid) >= 0.5
         assert stat_cpu_s(f"/proc/{parent.pid}/stat", children=True) < 0.5
     finally:
