@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from .cpu_time import tree_cpu_s
+from .fixture import mlx_lm_dir
 from .run import free_port
 
 KNOWN = ("mlxcel", "mlx-lm", "llama-server", "vllm-mlx")
@@ -89,6 +90,8 @@ def gguf_for(model: Path, cache: Path) -> Path:
     """The fixture as GGUF for llama-server, converted once into ``cache``."""
     from mlxcel_conformance.peers.gguf_convert import convert
 
+    if model.suffix == ".gguf":  # the real model: llama-server serves the file itself
+        return model
     target = cache / f"{model.name}-f32.gguf"
     source = model / "model.safetensors"
     if target.exists() and (not source.exists()
@@ -120,6 +123,8 @@ def spec_for(name: str, model: Path, port: int, slots: int, *, blas: str | None,
     mlx_env = dict(env, LD_PRELOAD=blas) if blas else env
     host = ["--host", "127.0.0.1", "--port", str(port)]
     fields = dict(FIXED_LENGTH.get(kind, {}))
+    if kind in ("mlx-lm", "vllm-mlx"):  # a GGUF file as the mlx-lm directory of its weights
+        model = mlx_lm_dir(model)
     if kind == "mlxcel":
         cmd = [sys.executable, "-m", "mlxcel", "--model", str(model), *host,
                "--parallel", str(slots), "--max-queue", str(16 * slots), "--log-level", "warning",

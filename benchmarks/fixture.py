@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,8 +26,43 @@ def cache_dir() -> Path:
 
 
 def fixture_path(name: str) -> str:
-    """The model directory for a ``--fixture`` name: ``tiny`` (committed) or ``bench`` (built)."""
+    """The model for a ``--fixture`` name: ``tiny`` (committed), ``bench`` (built) or ``real``
+    (SmolLM2-135M-Instruct's Q4_1 GGUF file, fetched by ``fixtures/real_model.py``)."""
+    if name == "real":
+        return str(real_gguf())
+    if name not in ("tiny", "bench"):
+        raise ValueError(f"unknown fixture {name!r}: tiny, bench or real")
     return str(TINY) if name == "tiny" else str(build_bench_model())
+
+
+def real_gguf() -> Path:
+    sys.path.insert(0, str(ROOT / "fixtures"))
+    try:
+        from real_model import real_model_path
+    finally:
+        sys.path.pop(0)
+    path: Path = real_model_path()
+    return path
+
+
+def mlx_lm_dir(model: Path) -> Path:
+    """An mlx-lm directory of ``model``: the model itself, or a GGUF file written once by
+    ``mlxcel-convert`` into the cache (the same quantized weights, for mlx_lm.server, vllm-mlx
+    and the in-process limit)."""
+    if model.suffix != ".gguf":
+        return model
+    out = cache_dir() / f"{model.stem}-mlx"
+    if not (out / "model.safetensors").exists():
+        from mlxcel.engine.gguf.export import export_mlx_lm
+
+        tmp = out.with_suffix(".tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        export_mlx_lm(str(model), str(tmp))
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    return out
 
 
 def build_bench_model(seed: int = 0) -> Path:
@@ -60,6 +96,11 @@ def build_bench_model(seed: int = 0) -> Path:
 
 def parameter_count(path: Path) -> int:
     import mlx.core as mx
+
+    if path.suffix == ".gguf":
+        from gguf import GGUFReader
+
+        return sum(int(t.n_elements) for t in GGUFReader(str(path)).tensors)
 
     weights = mx.load(str(path / "model.safetensors"))
     assert isinstance(weights, dict)

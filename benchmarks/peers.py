@@ -1,10 +1,14 @@
-"""Servers side by side (``nox -s bench_peers``): mlxcel-server, mlx_lm.server and llama-server
-(plus vllm-mlx when given) on the same fixture weights, all running at once, measured in
-interleaved rounds; publishes ``docs/benchmarks/peers.{json,md,png}`` and prints the ratios
-against issue 21's targets.
+"""Servers side by side (``nox -s bench_peers``): mlxcel-server, mlx_lm.server, the MLX limit
+(mlx-lm in process, ``benchmarks.mlx_limit``) and llama-server (plus vllm-mlx when given) on the
+same weights, all running at once, measured in interleaved rounds; publishes
+``docs/benchmarks/peers.{json,md,png}`` and prints the ratios against issue 38's targets.
 
-    python -m benchmarks.peers --llama-server PATH [--fixtures tiny,bench] [--rounds 5]
+    python -m benchmarks.peers --llama-server PATH [--fixtures tiny,bench,real] [--rounds 5]
         [--levels 1,8,32] [--out docs/benchmarks]
+
+Fixtures: ``tiny`` (committed), ``bench`` (built into the cache) and ``real``
+(SmolLM2-135M-Instruct Q4_1: mlxcel-server and llama-server serve the GGUF file itself,
+mlx_lm.server, vllm-mlx and the MLX limit its ``mlxcel-convert`` directory, the same weights).
 
 How a skeptic would want it measured:
 
@@ -29,24 +33,30 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import platform
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from . import peers_report as report
 from .bench_servers import KNOWN, VARIANTS, RunningServer, public_command, start_all
-from .fixture import fixture_path, parameter_count
+from .fixture import fixture_path, mlx_lm_dir, parameter_count
 from .load import PROMPT, percentile
+from .mlx_limit import NAME as LIMIT
+from .mlx_limit import LimitWorker, start_worker, summarize_run
 from .stream_client import StreamResult, stream_post
 
 DEFAULT_BLAS = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
 # Output length and the least tokens a level generates, per fixture: the tiny model's steps
 # are ~0.5 ms (per-step overhead), the bench model's 5-50 ms (compute).
+# The real model decodes at 5-7 tok/s on one stream of this CPU: short requests.
 FIXTURES = {"tiny": {"max_tokens": 256, "min_tokens": 8192},
-            "bench": {"max_tokens": 128, "min_tokens": 1536}}
+            "bench": {"max_tokens": 128, "min_tokens": 1536},
+            "real": {"max_tokens": 16, "min_tokens": 16}}
 
 
 def chat_request(prompt: str, max_tokens: int, fields: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +108,17 @@ async def run_level(server: RunningServer, level: int, per_client: int, max_toke
     return row
 
 
+def run_limit_level(worker: LimitWorker, level: int, per_client: int, max_tokens: int,
+                    tag: str) -> dict[str, Any]:
+    """The same level in process: the same prompts, ``level`` sequences in flight."""
+    prompts = [f"{tag}-{i}. {PROMPT}" for i in range(level * per_client)]
+    cpu0 = worker.cpu_s()
+    row = summarize_run(worker.run(level, prompts, max_tokens), level, len(prompts))
+    row["server_cpu_ms_per_token"] = round(
+        1000 * (worker.cpu_s() - cpu0) / max(row["tokens"], 1), 3)
+    return row
+
+
 def loadavg() -> list[float]:
     try:
         return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
@@ -105,7 +126,17 @@ def loadavg() -> list[float]:
         return []
 
 
-def one_round(servers: list[RunningServer], levels: list[int], index: int, max_tokens: int,
+Runner = RunningServer | LimitWorker
+
+
+def measure(server: Runner, level: int, per_client: int, max_tokens: int,
+            tag: str) -> dict[str, Any]:
+    if isinstance(server, LimitWorker):
+        return run_limit_level(server, level, per_client, max_tokens, tag)
+    return asyncio.run(run_level(server, level, per_client, max_tokens, tag))
+
+
+def one_round(servers: Sequence[Runner], levels: list[int], index: int, max_tokens: int,
               min_tokens: int) -> list[dict[str, Any]]:
     rows = []
     order = servers if index % 2 == 0 else servers[::-1]
@@ -113,7 +144,7 @@ def one_round(servers: list[RunningServer], levels: list[int], index: int, max_t
         per_client = requests_per_client(level, max_tokens, min_tokens)
         for server in order:
             tag = f"r{index}c{level}"  # the same prompts for every server in this round
-            row = asyncio.run(run_level(server, level, per_client, max_tokens, tag))
+            row = measure(server, level, per_client, max_tokens, tag)
             row.update(server=server.name, round=index, loadavg=loadavg(),
                        alive=server.alive())
             rows.append(row)
@@ -124,11 +155,11 @@ def one_round(servers: list[RunningServer], levels: list[int], index: int, max_t
     return rows
 
 
-def warm_up(servers: list[RunningServer], levels: list[int]) -> None:
+def warm_up(servers: Sequence[Runner], levels: list[int]) -> None:
     """One short request per client at every level: compilation and first-use costs."""
     for server in servers:
         for level in levels:
-            asyncio.run(run_level(server, level, 1, 16, f"warm{level}"))
+            measure(server, level, 1, 8, f"warm{level}")
 
 
 def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
@@ -141,17 +172,33 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
     if blas and not Path(blas).exists():
         print(f"[{fixture}] {blas} not found: MLX servers use the wheel's reference BLAS")
         blas = None
-    servers = start_all(names, model, max(levels), blas=blas, executables=executables,
-                        gguf_cache=args.gguf_cache, logdir=workdir / fixture,
-                        extra_args={k: v.split() for k, v in _pairs(args.args).items()},
-                        extra_env=_environments(args))
+    environments = _environments(args)
+    servers: list[Runner] = list(start_all(
+        [n for n in names if n != LIMIT], model, max(levels), blas=blas,
+        executables=executables, gguf_cache=args.gguf_cache, logdir=workdir / fixture,
+        extra_args={k: v.split() for k, v in _pairs(args.args).items()},
+        extra_env=environments))
     entry: dict[str, Any] = {
         "model": model.name, "parameters": parameter_count(model), "levels": levels,
         "max_tokens": max_tokens, "min_tokens": min_tokens, "blas_preload": blas,
         "servers": {s.name: {"command": public_command(s.spec.command), "version": s.version,
-                             "request_fields": s.spec.fields} for s in servers},
+                             "request_fields": s.spec.fields}
+                    for s in servers if isinstance(s, RunningServer)},
         "runs": [], "loadavg_before": loadavg(),
     }
+    if LIMIT in names:
+        limit_model = mlx_lm_dir(model)
+        env = _limit_env(blas, environments.get(LIMIT, {}))
+        try:
+            servers.append(start_worker(limit_model, env, workdir / fixture))
+        except BaseException:
+            for server in servers:
+                server.stop()
+            raise
+        entry["servers"][LIMIT] = {
+            "command": public_command([sys.executable, "-m", "benchmarks.mlx_limit",
+                                       "--worker", str(limit_model)]),
+            "version": _mlx_lm_version(), "request_fields": {"max_tokens": "exact"}}
     try:
         warm_up(servers, levels)
         for index in range(args.rounds):
@@ -169,12 +216,25 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
     return entry
 
 
+def _limit_env(blas: str | None, extra: dict[str, str]) -> dict[str, str]:
+    """The MLX servers' environment (the same BLAS preload) for the in-process limit."""
+    env = dict(os.environ, **extra)
+    return dict(env, LD_PRELOAD=blas) if blas else env
+
+
+def _mlx_lm_version() -> str:
+    import mlx_lm
+
+    return f"mlx-lm {mlx_lm.__version__} in process"
+
+
 def default_servers(executables: dict[str, str | None]) -> list[str]:
-    """mlxcel; mlx_lm.server; and the others whose path is given: llama-server twice, with its
+    """mlxcel; mlx_lm.server; the MLX limit (mlx-lm in process); and the others whose path is
+    given: llama-server twice, with its
     default threads and with one (``-t 1``: on a 2-core machine shared with a client and other
     servers its second thread's spinning cost it several times its speed; the targets take the
     better of the two in each round)."""
-    names = ["mlxcel", "mlx-lm"]
+    names = ["mlxcel", "mlx-lm", LIMIT]
     if executables.get("llama-server"):
         names += ["llama-server", "llama-server@t1"]
     if executables.get("vllm-mlx"):
@@ -202,9 +262,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers",
                                      description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
-    parser.add_argument("--fixtures", default="tiny,bench")
+    parser.add_argument("--fixtures", default="tiny,bench,real")
     parser.add_argument("--servers", default=None,
-                        help=f"comma list of {', '.join(KNOWN)}, or a variant: "
+                        help=f"comma list of {', '.join((*KNOWN, LIMIT))}, or a variant: "
                         f"{', '.join(VARIANTS)} (default: mlxcel, mlx-lm, and "
                         "llama-server / vllm-mlx when their path is given)")
     parser.add_argument("--llama-server", default=None, help="path of a llama-server binary")

@@ -11,6 +11,12 @@ same counting). Prompts of a given length are unique words drawn from the fixtur
 vocabulary (so no server answers from a prompt cache); the length reported is the server's
 ``usage.prompt_tokens`` (the chat template adds a few). Each prompt-length server gets one slot
 with room for the longest prompt.
+
+``--servers mlxcel,mlx-limit`` adds the MLX limit (``benchmarks.mlx_limit``: mlx-lm in process,
+same weights and backend) to both parts, in the same rounds: its decode at each level, and its
+time to the first token of the same prompts (the forward pass alone: no HTTP, template or
+tokenizer). The page gives mlxcel's TTFT ÷ that in-process prefill per prompt length (issue 38:
+≤ 1.1 at 4,096 prompt tokens).
 """
 
 from __future__ import annotations
@@ -18,18 +24,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .bench_servers import RunningServer, public_command, start_all
-from .fixture import fixture_path
+from .fixture import fixture_path, mlx_lm_dir
 from .load import percentile
-from .peers import DEFAULT_BLAS, FIXTURES, loadavg, one_round
+from .mlx_limit import NAME as LIMIT
+from .mlx_limit import LimitWorker, start_worker
+from .peers import DEFAULT_BLAS, FIXTURES, Runner, loadavg, one_round
 from .peers_report import machine
 from .stream_client import StreamResult, stream_post
 
@@ -54,12 +64,24 @@ async def _one(server: RunningServer, prompt: str, max_tokens: int) -> StreamRes
     return await stream_post("127.0.0.1", server.port, "/v1/chat/completions", body)
 
 
-def prompt_round(servers: list[RunningServer], lengths: list[int], words: list[str],
+def limit_prompt_row(worker: LimitWorker, prompts: list[str]) -> dict[str, Any]:
+    answer = worker.prefill(prompts)
+    return {"prompt_tokens": statistics.median(answer["prompt_tokens"]),
+            "ttft_p50": percentile(answer["ttfts"], 0.5), "decode_tok_s": None, "errors": 0}
+
+
+def prompt_round(servers: Sequence[Runner], lengths: list[int], words: list[str],
                  index: int, repeats: int, max_tokens: int) -> list[dict[str, Any]]:
     rows = []
     order = servers if index % 2 == 0 else servers[::-1]
     for length in lengths:
         for server in order:
+            if isinstance(server, LimitWorker):
+                row = limit_prompt_row(server, [prompt_of(words, length, 1000 * index + k)
+                                                for k in range(repeats)])
+                rows.append({"server": server.name, "round": index, "length": length, **row,
+                             "loadavg": loadavg()})
+                continue
             results = [asyncio.run(_one(server, prompt_of(words, length, 1000 * index + k),
                                         max_tokens)) for k in range(repeats)]
             ok = [r for r in results if r.ok and r.ttft is not None and r.end is not None]
@@ -93,6 +115,31 @@ def summarize(runs: list[dict[str, Any]], axis: str, keys: list[str]) -> list[di
             for (server, value), rows in sorted(groups.items(), key=lambda g: (g[0][1], g[0][0]))]
 
 
+def prefill_ratios(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """mlxcel's TTFT ÷ the in-process prefill of the same prompts, per round, then the median
+    (and range) over rounds, per prompt length."""
+    by_key = {(r["server"], r["length"], r["round"]): r for r in runs}
+    out = []
+    for length in sorted({r["length"] for r in runs}):
+        ratios = []
+        for (server, size, index), ours in by_key.items():
+            limit = by_key.get((LIMIT, size, index))
+            if (server == "mlxcel" and size == length and limit and ours["ttft_p50"]
+                    and limit["ttft_p50"]):
+                ratios.append(ours["ttft_p50"] / limit["ttft_p50"])
+        if ratios:
+            tokens = [r["prompt_tokens"] for r in runs
+                      if r["server"] == "mlxcel" and r["length"] == length]
+            out.append({"length": length, "prompt_tokens": statistics.median(tokens),
+                        "median": round(statistics.median(ratios), 3),
+                        "min": round(min(ratios), 3), "max": round(max(ratios), 3)})
+    return out
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
 def ms(value: float | None) -> str:
     return "—" if value is None else f"{value * 1e3:,.1f} ms"
 
@@ -115,8 +162,14 @@ def markdown(result: dict[str, Any]) -> str:
               "|---|---|---|---|---|---|"]
     for row in result["prompts_summary"]:
         lines.append(f"| {row['length']} | {row['server']} | {row['prompt_tokens'] or 0:.0f} | "
-                     f"{ms(row['ttft_p50'])} | {row['decode_tok_s'] or 0:,.1f} | "
+                     f"{ms(row['ttft_p50'])} | {_rate(row['decode_tok_s'])} | "
                      f"{row['errors']} |")
+    if result.get("prefill_ratio"):
+        lines += ["", "mlxcel's TTFT ÷ MLX's in-process prefill of the same prompt (median, range "
+                  "over rounds; issue 38's target: ≤ 1.1 at 4,096 prompt tokens):\n",
+                  "| prompt (asked) | prompt tokens | mlxcel ÷ in process |", "|---|---|---|"]
+        lines += [f"| {r['length']} | {r['prompt_tokens']:.0f} | **{r['median']:.2f}** "
+                  f"({r['min']:.2f}–{r['max']:.2f}) |" for r in result["prefill_ratio"]]
     lines += ["", "| server | command |", "|---|---|"]
     lines += [f"| {name} | `{' '.join(cmd)}` |" for name, cmd in result["commands"].items()]
     return "\n".join(lines) + "\n"
@@ -149,6 +202,21 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def with_limit(servers: list[RunningServer], names: list[str], model: Path, blas: str | None,
+               logdir: Path) -> list[Runner]:
+    """``servers``, and the in-process MLX limit when ``names`` asks for it."""
+    out: list[Runner] = list(servers)
+    if LIMIT in names:
+        env = dict(os.environ, LD_PRELOAD=blas) if blas else dict(os.environ)
+        try:
+            out.append(start_worker(mlx_lm_dir(model), env, logdir))
+        except BaseException:
+            for server in servers:
+                server.stop()
+            raise
+    return out
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -190,17 +258,22 @@ def main(argv: list[str] | None = None) -> int:
         "prompt_max_tokens": 64, "loadavg_before": loadavg(), "streams": [], "prompts": []}
     common = {"blas": blas, "executables": executables, "gguf_cache": args.gguf_cache,
               "extra_args": {}, "extra_env": {}}
-    servers = start_all(names, model, max(levels), logdir=logs / "streams", **common)
-    result["commands"] = {s.name: public_command(s.spec.command) for s in servers}
+    http = [n for n in names if n != LIMIT]
+    servers = with_limit(start_all(http, model, max(levels), logdir=logs / "streams", **common),
+                         names, model, blas, logs / "streams")
+    result["commands"] = {s.name: public_command(s.spec.command) if isinstance(s, RunningServer)
+                          else public_command([sys.executable, "-m", "benchmarks.mlx_limit",
+                                               "--worker", str(s.model)]) for s in servers}
     try:
         for index in range(args.rounds):
             result["streams"] += one_round(servers, levels, index, max_tokens, min_tokens)
     finally:
         for server in servers:
             server.stop()
-    words = vocabulary_words(model)
+    words = vocabulary_words(mlx_lm_dir(model))
     slot_ctx = 4096  # the fixtures' own context; llama-server refuses more
-    servers = start_all(names, model, 1, logdir=logs / "prompts", slot_ctx=slot_ctx, **common)
+    servers = with_limit(start_all(http, model, 1, logdir=logs / "prompts", slot_ctx=slot_ctx,
+                                   **common), names, model, blas, logs / "prompts")
     try:
         for index in range(args.rounds):
             result["prompts"] += prompt_round(servers, lengths, words, index, args.repeats,
@@ -213,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         result["streams"], "level", ["tok_per_s", "ttft_p50", "ttft_p95", "itl_p50", "itl_p95"])
     result["prompts_summary"] = summarize(result["prompts"], "length",
                                           ["prompt_tokens", "ttft_p50", "decode_tok_s"])
+    result["prefill_ratio"] = prefill_ratios(result["prompts"])
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"scaling-{args.fixture}"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -142,8 +143,12 @@ def test_ratios_are_taken_within_a_round_then_the_median() -> None:
 
 def _results() -> dict[str, Any]:
     tiny = _entry([1, 8], [_run("mlxcel", 1, 0, 900.0, 0.010),
+                           _run("mlx-limit", 1, 0, 800.0, 0.008),
+                           _run("mlx-lm", 1, 0, 1000.0, 0.02),
                            _run("llama-server", 1, 0, 1800.0, 0.005),
                            _run("mlxcel", 8, 0, 2000.0, 0.02, errors=1),
+                           _run("mlx-limit", 8, 0, 2500.0, 0.01),
+                           _run("mlx-lm", 8, 0, 900.0, 0.04),
                            _run("llama-server", 8, 0, 1900.0, 0.04)])
     bench = _entry([32], [_run("mlxcel", 32, 0, 800.0, 0.1), _run("mlx-lm", 32, 0, 500.0, 0.5),
                           _run("llama-server", 32, 0, 1000.0, 0.1)])
@@ -156,31 +161,32 @@ def _results() -> dict[str, Any]:
 def test_targets_follow_the_issue() -> None:
     got = {(t["fixture"], t["target"]): (t["value"]["median"] if t["value"] else None, t["met"])
            for t in _results()["targets"]}
-    assert got[("tiny", "tok/s ÷ llama-server, 1 stream")] == (0.5, False)
-    assert got[("tiny", "tok/s ÷ llama-server, 8 streams")] == (pytest.approx(1.053, 1e-3), True)
-    assert got[("tiny", "TTFT p50 ÷ llama-server's, 1 stream")] == (2.0, False)
-    assert got[("tiny", "TTFT p50 ÷ llama-server's, 8 streams")] == (0.5, True)
+    assert got[("tiny", "tok/s ÷ MLX limit (in process), 1 stream")] == (1.125, True)
+    assert got[("tiny", "tok/s ÷ MLX limit (in process), 8 streams")] == (0.8, False)
+    assert got[("tiny", "tok/s ÷ mlx_lm.server, 1 stream")] == (0.9, False)  # goal ≥ 1.0
+    assert got[("tiny", "tok/s ÷ mlx_lm.server, 8 streams")] == (
+        pytest.approx(2.222, 1e-3), True)  # goal ≥ 2.0
     assert got[("tiny", "mlxcel errors, all levels")] == (1, False)
-    assert got[("bench", "tok/s ÷ mlx_lm.server, 32 streams")] == (1.6, True)
-    assert got[("bench", "tok/s ÷ llama-server, 32 streams")] == (0.8, True)
+    assert got[("bench", "tok/s ÷ mlx_lm.server, 32 streams")] == (1.6, False)
+    assert got[("bench", "tok/s ÷ MLX limit (in process), 32 streams")] == (None, None)
+    # llama-server is context: no target names it
+    assert not any("llama-server" in target for _, target in got)
 
 
-def test_targets_take_the_best_llama_server_variant_in_each_round() -> None:
-    runs = [_run("mlxcel", 1, 0, 900.0, 0.010), _run("llama-server", 1, 0, 300.0, 0.050),
-            _run("llama-server@t1", 1, 0, 1800.0, 0.005),
-            _run("mlxcel", 1, 1, 900.0, 0.010), _run("llama-server", 1, 1, 600.0, 0.004),
-            _run("llama-server@t1", 1, 1, 450.0, 0.020)]
+def test_targets_take_the_best_variant_in_each_round() -> None:
+    runs = [_run("mlxcel", 1, 0, 900.0, 0.010), _run("mlx-lm", 1, 0, 300.0, 0.050),
+            _run("mlx-lm@b", 1, 0, 1800.0, 0.005),
+            _run("mlxcel", 1, 1, 900.0, 0.010), _run("mlx-lm", 1, 1, 600.0, 0.004),
+            _run("mlx-lm@b", 1, 1, 450.0, 0.020)]
     results = {"fixtures": {"tiny": _entry([1], runs)}}
     got = {t["target"]: t["value"] for t in peers_report.targets(results)}
-    assert got["tok/s ÷ llama-server, 1 stream"] == {"median": 1.0, "min": 0.5, "max": 1.5}
-    assert got["TTFT p50 ÷ llama-server's, 1 stream"] == {"median": 2.25, "min": 2.0,
-                                                           "max": 2.5}
+    assert got["tok/s ÷ mlx_lm.server, 1 stream"] == {"median": 1.0, "min": 0.5, "max": 1.5}
 
 
 def test_the_default_servers_run_llama_server_with_one_thread_too() -> None:
     assert peers.default_servers({"llama-server": "/x/llama-server", "vllm-mlx": None}) == [
-        "mlxcel", "mlx-lm", "llama-server", "llama-server@t1"]
-    assert peers.default_servers({}) == ["mlxcel", "mlx-lm"]
+        "mlxcel", "mlx-lm", "mlx-limit", "llama-server", "llama-server@t1"]
+    assert peers.default_servers({}) == ["mlxcel", "mlx-lm", "mlx-limit"]
 
 
 @pytest.mark.parametrize(("name", "flags"), [
@@ -196,28 +202,46 @@ def test_a_variant_is_its_server_started_with_its_flags(
 
 
 def test_targets_and_tables_are_mlxcel_s() -> None:
-    runs = [_run("mlxcel", 1, 0, 2700.0, 0.005), _run("llama-server", 1, 0, 1800.0, 0.010)]
+    runs = [_run("mlxcel", 1, 0, 2700.0, 0.005), _run("mlx-limit", 1, 0, 1800.0, 0.010)]
     results = {"fixtures": {"tiny": _entry([1], runs)}}
     rows = {t["target"]: t for t in peers_report.targets(results)}
-    tok = rows["tok/s ÷ llama-server, 1 stream"]
+    tok = rows["tok/s ÷ MLX limit (in process), 1 stream"]
     assert (tok["value"]["median"], tok["met"]) == (1.5, True)
-    assert rows["TTFT p50 ÷ llama-server's, 1 stream"]["value"]["median"] == 0.5
     entry = results["fixtures"]["tiny"]
-    assert [r["server"] for r in entry["summary"]] == ["mlxcel", "llama-server"]
+    assert [r["server"] for r in entry["summary"]] == ["mlxcel", "mlx-limit"]
     page = peers_report.fixture_table(entry)
-    assert "| 1 | llama-server | 1,800.0 (1,800.0–1,800.0) | **1.50** (1.50–1.50) | 10.0" in page
+    assert "| 1 | mlx-limit | 1,800.0 (1,800.0–1,800.0) | **1.50** (1.50–1.50) | 10.0" in page
     assert peers_report.peer_wins(entry) == []
     page = peers_report.markdown({**results, "started": "t", "machine": "m", "command": "c",
                                   "rounds": 1, "targets": list(rows.values())})
     assert "Where a peer is ahead" not in page and "nowhere" not in page
     assert "No peer's median tok/s or TTFT p50 beat mlxcel's at the levels measured" in page
+    assert "## Targets (issue 38)" in page
 
 
 def test_a_target_without_its_peer_is_not_run() -> None:
     results = {"fixtures": {"bench": _entry([1], [_run("mlxcel", 1, 0, 80.0, 0.1)])}}
-    (first, second) = peers_report.targets(results)
-    assert first["met"] is None and second["met"] is None
+    (first, second, errors) = peers_report.targets(results)
+    assert first["met"] is None and second["met"] is None and errors["met"] is True
     assert "not run" in peers_report.target_table([first])
+
+
+def test_the_mlx_limit_worker_generates_exactly_max_tokens_in_process(tmp_path: Path) -> None:
+    """The in-process limit on the committed tiny model: one stream and a batch of 3 over 5
+    requests, each exactly ``max_tokens`` tokens, timed per request."""
+    from benchmarks.fixture import fixture_path
+    from benchmarks.mlx_limit import start_worker, summarize_run
+
+    worker = start_worker(Path(fixture_path("tiny")), dict(os.environ), tmp_path)
+    try:
+        one = summarize_run(worker.run(1, ["a", "b"], 12), 1, 2)
+        many = worker.run(3, [f"p{i}" for i in range(5)], 7)
+    finally:
+        worker.stop()
+    assert (one["tokens"], one["tokens_per_request"], one["errors"]) == (24, 12.0, 0)
+    assert one["tok_per_s"] > 0 and one["ttft_p50"] is not None and one["itl_p50"] is not None
+    assert many["tokens"] == 35 and len(many["ttfts"]) == 5 and len(many["gaps"]) == 30
+    assert not worker.alive()
 
 
 def test_the_page_names_where_a_peer_wins_and_the_plot_is_a_png(tmp_path: Path) -> None:
@@ -297,12 +321,15 @@ def test_a_server_s_cpu_counts_its_running_worker_processes() -> None:
 
     from benchmarks.cpu_time import stat_cpu_s, tree_cpu_s
 
-    spin = "import time\nend = time.time() + 0.8\nwhile time.time() < end: pass\ntime.sleep(5)"
+    # The child spins for 0.8 s of its own CPU time (however busy the machine), then sleeps.
+    spin = ("import time\nwhile time.process_time() < 0.8: pass\ntime.sleep(60)")
     parent = subprocess.Popen([sys.executable, "-c",
                                f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
                                f"{spin!r}])"])
     try:
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while tree_cpu_s(parent.pid) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert tree_cpu_s(parent.pid) >= 0.5
         assert stat_cpu_s(f"/proc/{parent.pid}/stat", children=True) < 0.5
     finally:

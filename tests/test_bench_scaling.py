@@ -41,3 +41,36 @@ def test_the_tables_and_plot_cover_every_server_and_level(tmp_path: Path) -> Non
     assert "| 64 | mlxcel | 74 | 64.0 ms | 500.0 | 0 |" in page
     scaling.plot(result, tmp_path / "s.png")
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_prefill_ratios_are_mlxcel_over_the_in_process_limit_per_round() -> None:
+    # Round 0: mlxcel 2x the limit at 16 words; round 1: 1x. At 4096 words, 1.05x and 1.2x.
+    runs = [_row("mlxcel", round=0, length=16, prompt_tokens=26, ttft_p50=0.02),
+            _row("mlx-limit", round=0, length=16, prompt_tokens=26, ttft_p50=0.01),
+            _row("mlxcel", round=1, length=16, prompt_tokens=26, ttft_p50=0.03),
+            _row("mlx-limit", round=1, length=16, prompt_tokens=26, ttft_p50=0.03),
+            _row("mlxcel", round=0, length=4096, prompt_tokens=4100, ttft_p50=2.1),
+            _row("mlx-limit", round=0, length=4096, prompt_tokens=4100, ttft_p50=2.0),
+            _row("mlxcel", round=1, length=4096, prompt_tokens=4100, ttft_p50=2.4),
+            _row("mlx-limit", round=1, length=4096, prompt_tokens=4100, ttft_p50=2.0),
+            _row("llama-server", round=1, length=4096, prompt_tokens=4100, ttft_p50=0.5)]
+    assert scaling.prefill_ratios(runs) == [
+        {"length": 16, "prompt_tokens": 26, "median": 1.5, "min": 1.0, "max": 2.0},
+        {"length": 4096, "prompt_tokens": 4100, "median": 1.125, "min": 1.05, "max": 1.2}]
+    assert scaling.prefill_ratios([r for r in runs if r["server"] != "mlx-limit"]) == []
+
+
+def test_the_limit_worker_times_the_first_token_of_each_prompt(tmp_path: Path) -> None:
+    import os
+
+    from benchmarks.mlx_limit import start_worker
+
+    worker = start_worker(TINY, dict(os.environ), tmp_path)
+    try:
+        words = scaling.vocabulary_words(TINY)
+        answer = worker.prefill([scaling.prompt_of(words, n, 7) for n in (16, 256)])
+    finally:
+        worker.stop()
+    short, long = answer["prompt_tokens"]
+    assert 16 <= short < 64 and 256 <= long < 320
+    assert len(answer["ttfts"]) == 2 and all(t > 0 for t in answer["ttfts"])
