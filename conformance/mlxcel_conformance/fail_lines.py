@@ -1,5 +1,6 @@
 """The terminal's view of a FAIL: one line naming the feature, the check, the public source and
-one line of evidence; and of an ERROR: one line per distinct cause. The full evidence goes to
+one line of evidence; of a LENIENT or INCONCLUSIVE row: one line naming the feature, the check
+and what the server did; and of an ERROR: one line per distinct cause. The full evidence goes to
 the report (``--report DIR``); ``-v`` or ``--tb=...`` bring pytest's tracebacks back.
 """
 
@@ -41,6 +42,17 @@ def fail_line(record: Record) -> str:
     if source:
         parts.append("source: " + _one_line(source, _PART_LIMITS["source"]))
     return _one_line(" | ".join(parts), LINE_LIMIT)
+
+
+# The verdicts shown one line each beside the FAILs: findings that are not FAILs.
+SHOWN = (Verdict.LENIENT, Verdict.INCONCLUSIVE)
+
+
+def shown_line(record: Record) -> str:
+    """``LENIENT family feature [check] message``, one line (INCONCLUSIVE alike)."""
+    check = f" [{record.checks[-1]}]" if record.checks else ""
+    return _one_line(f"{record.verdict.value} {record.family} {record.feature}{check} "
+                     + record.message, LINE_LIMIT)
 
 
 def error_lines(records: list[Record]) -> list[str]:

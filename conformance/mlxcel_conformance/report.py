@@ -2,7 +2,10 @@
 and `conformance.md` (the human matrix), plus the one summary line printed at the end.
 
 Merging: several tests may contribute to one (family, feature). FAIL wins over ERROR, ERROR over
-PASS, PASS over UNSUPPORTED: a feature is UNSUPPORTED only when nothing about it ran.
+LENIENT, LENIENT over INCONCLUSIVE, INCONCLUSIVE over PASS, PASS over UNSUPPORTED: a feature is
+PASS only when nothing that ran of it found anything or failed to decide, and UNSUPPORTED only
+when nothing about it ran. LENIENT and INCONCLUSIVE are shown and counted apart, never as FAIL
+(docs/conformance/verdicts.md).
 
 Each failing test also leaves a defect entry (``defects``): the report counts and lists the
 distinct defects behind its FAILs, each once with the features it fails.
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mlxcel_conformance import defects as defects_
+from mlxcel_conformance.checks.verdict_policy import VerdictClass, read_skip
 from mlxcel_conformance.errors import ConformanceFailure, Severity, clip_evidence
 from mlxcel_conformance.profiles import FAMILIES
 
@@ -33,9 +37,12 @@ class Verdict(str, enum.Enum):
     FAIL = "FAIL"
     UNSUPPORTED = "UNSUPPORTED"
     ERROR = "ERROR"  # the suite's own setup failed; says nothing about the server
+    LENIENT = "LENIENT"  # accepted a request the public API calls invalid: shown, not a FAIL
+    INCONCLUSIVE = "INCONCLUSIVE"  # what the server answered cannot decide it: not a PASS
 
 
-_PRECEDENCE = {Verdict.UNSUPPORTED: 0, Verdict.PASS: 1, Verdict.ERROR: 2, Verdict.FAIL: 3}
+PRECEDENCE = {Verdict.UNSUPPORTED: 0, Verdict.PASS: 1, Verdict.INCONCLUSIVE: 2,
+               Verdict.LENIENT: 3, Verdict.ERROR: 4, Verdict.FAIL: 5}
 _SEVERITY_RANK = {s.value: rank for rank, s in enumerate(reversed(list(Severity)))}
 
 
@@ -95,12 +102,20 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
-        return cls(**{**data, "verdict": Verdict(data["verdict"])})
+        record = cls(**{**data, "verdict": Verdict(data["verdict"])})
+        if record.verdict is Verdict.UNSUPPORTED:
+            # a report written when LENIENT and INCONCLUSIVE were UNSUPPORTED rows named so
+            said = read_skip(record.message)
+            if said is not None and said.verdict is not VerdictClass.UNSUPPORTED:
+                record.verdict = Verdict(said.verdict.value)
+                record.checks = [said.check] if said.check else record.checks
+                record.message = said.message
+        return record
 
 
 def merge_records(first: Record, second: Record) -> Record:
     """Combine two records of the same feature."""
-    winner = max(first, second, key=lambda record: _PRECEDENCE[record.verdict])
+    winner = max(first, second, key=lambda record: PRECEDENCE[record.verdict])
     verdict = winner.verdict
     same = [record for record in (first, second) if record.verdict is verdict]
     messages = list(dict.fromkeys(r.message for r in same if r.message))

@@ -15,6 +15,7 @@ from typing import Any
 
 from .defects import distinct
 from .golden_diff import format_case
+from .report import Verdict
 
 HTML_NAME = "conformance.html"
 
@@ -27,7 +28,8 @@ th{background:#f6f8fa}code,pre{font:12px/1.4 ui-monospace,monospace}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:.5rem;margin:.3rem 0;max-height:30rem;
 overflow:auto}
 .v{font-weight:600;white-space:nowrap}.PASS{color:#1a7f37}.FAIL{color:#cf222e}
-.UNSUPPORTED{color:#6e7781}.ERROR{color:#9a6700}.summary{background:#f6f8fa;padding:.5rem}
+.UNSUPPORTED{color:#6e7781}.ERROR{color:#9a6700}.LENIENT{color:#8250df}
+.INCONCLUSIVE{color:#57606a;font-style:italic}.summary{background:#f6f8fa;padding:.5rem}
 tr:target{outline:2px solid #0969da}.msg{white-space:pre-wrap}.v a{color:inherit}
 """
 
@@ -98,8 +100,7 @@ def _defects(records: list[dict[str, Any]]) -> str:
 def render_report(report: dict[str, Any], title: str = "Conformance report",
                   preamble: str = "") -> str:
     """The page for one report, given ``Report.to_dict()`` (or the JSON file's content)."""
-    verdicts = list(report.get("summary", {}).get("counts", {})) or [
-        "PASS", "FAIL", "UNSUPPORTED", "ERROR"]
+    verdicts = list(report.get("summary", {}).get("counts", {})) or [v.value for v in Verdict]
     families = "".join(
         f"<tr><td>{esc(family)}</td>" + "".join(f"<td>{row.get(v, 0)}</td>" for v in verdicts)
         + "</tr>"

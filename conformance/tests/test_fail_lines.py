@@ -12,7 +12,7 @@ from replay_target import Replay, serving
 from test_replay_target import BROKEN
 
 from mlxcel_conformance.errors import ConformanceFailure
-from mlxcel_conformance.fail_lines import LINE_LIMIT, error_lines, fail_line
+from mlxcel_conformance.fail_lines import LINE_LIMIT, SHOWN, error_lines, fail_line, shown_line
 from mlxcel_conformance.report import Record, Report, Verdict, plural
 
 
@@ -67,3 +67,14 @@ def test_errors_are_one_line_per_cause() -> None:
     records.append(Record("chat", "g", Verdict.ERROR, message="bad spec"))
     assert error_lines(records) == ["ERROR (3 features) reference server exited with code 1:",
                                     "ERROR (1 feature) bad spec"]
+
+
+def test_lenient_and_inconclusive_rows_are_one_line_each() -> None:
+    lenient = Record("chat", "chat.errors.invalid_body", Verdict.LENIENT,
+                     checks=["error_status"], message="HTTP 200 for\na request it rejects")
+    assert shown_line(lenient) == ("LENIENT chat chat.errors.invalid_body [error_status] "
+                                   "HTTP 200 for a request it rejects")
+    cut = Record("chat", "s", Verdict.INCONCLUSIVE, message="x" * 1000)
+    line = shown_line(cut)
+    assert line.startswith("INCONCLUSIVE chat s xxx") and len(line) <= LINE_LIMIT
+    assert SHOWN == (Verdict.LENIENT, Verdict.INCONCLUSIVE)

@@ -174,13 +174,18 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
              "A distinct defect is one thing the server does wrong: its FAILs grouped by check "
              "and cause (several features may fail for one defect; each peer's page lists every "
              "defect once, with the features it fails).", "",
+             "LENIENT rows are requests the public API calls invalid that the server accepted; "
+             "INCONCLUSIVE rows are checks its answer could not decide: neither is a FAIL "
+             "([verdicts](verdicts.md)).", "",
              "| server | profile | contract FAIL | contract PASS | extension FAIL | "
-             "extension PASS | UNSUPPORTED | FAILs citing a source | distinct defects |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "extension PASS | UNSUPPORTED | LENIENT | INCONCLUSIVE | FAILs citing a source | "
+             "distinct defects |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for doc in docs:
         tiers = tier_counts(doc)
         contract, extension = tiers.get("contract", {}), tiers.get("extension", {})
-        unsupported = contract.get("UNSUPPORTED", 0) + extension.get("UNSUPPORTED", 0)
+        unsupported, lenient, inconclusive = (contract.get(v, 0) + extension.get(v, 0)
+                                              for v in ("UNSUPPORTED", "LENIENT", "INCONCLUSIVE"))
         fails = [r for r in doc["records"] if r["verdict"] == "FAIL"]
         cited = sum(1 for r in fails if (r.get("evidence") or {}).get("source"))
         found = len(distinct(doc["records"]))
@@ -189,7 +194,8 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {doc['peer']['name']} | `{doc['profile']}` | {contract.get('FAIL', 0)} | "
             f"{contract.get('PASS', 0)} | {extension.get('FAIL', 0)} | "
-            f"{extension.get('PASS', 0)} | {unsupported} | {cited} of {len(fails)} | "
+            f"{extension.get('PASS', 0)} | {unsupported} | {lenient} | "
+            f"{inconclusive} | {cited} of {len(fails)} | "
             f"{defects} |")
     return lines
 
