@@ -23,12 +23,12 @@ from .checks.sources import Tier
 from .checks.verdict_policy import read_skip
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
-from .fail_lines import SHOWN, error_lines, fail_line, shown_line
+from .fail_lines import SHOWN, defect_lines, error_lines, shown_line
 from .fixture_models import FIXTURES_ENV, draft_args
 from .flows import REFERENCE_SHAPES
 from .golden_diff import format_case
 from .profiles import PROFILES, Profile, get_profile
-from .report import JSON_NAME, Record, Report, Verdict, plural
+from .report import JSON_NAME, Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
 from .sdk_clients import refused
 from .target import ReferenceServer, Target
@@ -345,7 +345,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     report.finish()
     report_dir = config.getoption("--report")
-    # --tb=no is the CLI's default: one line per FAIL, the full evidence in the report.
+    # --tb=no is the CLI's default: one line per defect, the full evidence in the report.
     short = config.getoption("tbstyle") == "no"
     blocks = [] if short else _golden_diffs(report)
     if blocks:
@@ -359,17 +359,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         (Path(report_dir) / PARTIAL_NAME).unlink(missing_ok=True)
         terminalreporter.write_line(f"report written to {report_dir}/conformance.{{json,md,html}}")
     if short:
-        for record in report.records:
-            if record.verdict is Verdict.FAIL:
-                terminalreporter.write_line(fail_line(record))
+        for line in defect_lines(report.records):  # one FAIL line per defect
+            terminalreporter.write_line(line)
         for record in report.records:
             if record.verdict in SHOWN:
                 terminalreporter.write_line(shown_line(record))
         for line in error_lines(report.records):
             terminalreporter.write_line(line)
-    found = len(report.distinct_defects())
-    defects = f"; {plural(found, 'distinct defect')}" if found else ""
-    terminalreporter.write_line(report.summary_line() + defects)
+    terminalreporter.write_line(report.summary_line())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -83,7 +83,8 @@ def test_summary_line_format() -> None:
     rep.finish(START + timedelta(seconds=41.23))
     assert rep.summary_line() == (
         "mlxcel-conformance: 1 PASS, 1 FAIL, 1 UNSUPPORTED, 0 ERROR, 0 LENIENT, 0 INCONCLUSIVE "
-        "[FAIL: 1 contract, 0 extension] (profile mlx-lm, target http://127.0.0.1:8080, 41.2 s)"
+        "[FAIL: 1 contract, 0 extension, one per defect, seen in 1 feature] "
+        "(profile mlx-lm, target http://127.0.0.1:8080, 41.2 s)"
     )
     assert "\n" not in rep.summary_line()
 
@@ -135,15 +136,16 @@ def test_unfinished_report_uses_elapsed_time() -> None:
 
 def test_tiers_are_counted_and_shown_apart() -> None:
     rep = report()
-    rep.add(record(Verdict.FAIL, feature="contract-fail"))
-    extension = record(Verdict.FAIL, feature="ext-fail")
+    rep.add(record(Verdict.FAIL, feature="contract-fail", message="one defect"))
+    extension = record(Verdict.FAIL, feature="ext-fail", message="another")
     extension.tier = "extension"
     extension.evidence = {"source": "mlxcel API reference"}
     rep.add(extension)
     rep.add(record(Verdict.PASS, feature="ext-pass"))
     assert rep.tier_counts()["contract"]["FAIL"] == 1
     assert rep.tier_counts()["extension"]["FAIL"] == 1
-    assert "[FAIL: 1 contract, 1 extension]" in rep.summary_line()
+    assert "[FAIL: 1 contract, 1 extension, one per defect, seen in 2 features]" in \
+        rep.summary_line()
     markdown = rep.to_markdown()
     assert "## Contract checks" in markdown and "## Extension checks" in markdown
     assert markdown.index("ext-fail") > markdown.index("## Extension checks")
@@ -164,7 +166,7 @@ def test_lenient_and_inconclusive_are_verdicts_of_their_own(tmp_path: Path) -> N
     counts = rep.counts()
     assert counts[Verdict.LENIENT] == 1 and counts[Verdict.INCONCLUSIVE] == 1
     assert counts[Verdict.FAIL] == counts[Verdict.UNSUPPORTED] == counts[Verdict.PASS] == 0
-    assert ", 1 LENIENT, 1 INCONCLUSIVE [FAIL: 0 contract, 0 extension]" in rep.summary_line()
+    assert ", 1 LENIENT, 1 INCONCLUSIVE [FAIL: 0 contract, 0 extension," in rep.summary_line()
     assert rep.distinct_defects() == []
     data = json.loads(rep.write(tmp_path)[0].read_text(encoding="utf-8"))
     assert data["summary"]["tiers"]["contract"]["LENIENT"] == 1

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..defects import distinct
+from ..defects import distinct, row_roles
 from ..report import Report
 from ..report_html import anchor, esc, evidence_text, page, render_report
 
@@ -118,6 +118,19 @@ def _verdicts(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["family"], r["feature"]): r for r in doc["records"]}
 
 
+def _labels(doc: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """Each feature's cell: its verdict, or ``repeat`` for a FAIL whose defects are all counted
+    at another feature's row (one FAIL per defect)."""
+    roles = row_roles(distinct(doc["records"]))
+    labels = {}
+    for record in doc["records"]:
+        where = (record["family"], record["feature"])
+        role = roles.get(where)
+        repeat = record["verdict"] == "FAIL" and role is not None and role.repeat
+        labels[where] = "repeat" if repeat else record["verdict"]
+    return labels
+
+
 # The hostile family runs only with --robustness: its matrix is a page of its own.
 ROBUSTNESS_LINE = ("The hostile `robustness` family (opt-in, `--robustness`) is compared on its "
                    "own page: [robustness.md](robustness.md).")
@@ -139,18 +152,19 @@ def index_markdown(docs: list[dict[str, Any]]) -> str:
     lines += ["", "| family | feature | tier | " + " | ".join(names) + " |",
               "|---|---|---|" + "---|" * len(names)]
     by_peer = [_verdicts(doc) for doc in docs]
+    labels = [_labels(doc) for doc in docs]
     for family, feature in feature_rows(docs):
         tier = next((v[(family, feature)].get("tier", "contract") for v in by_peer
                      if (family, feature) in v), "contract")
         cells = []
-        for name, verdicts in zip(names, by_peer, strict=True):
-            record = verdicts.get((family, feature))
-            if record is None:
+        for name, label in zip(names, labels, strict=True):
+            shown = label.get((family, feature))
+            if shown is None:
                 cells.append("—")
-            elif record["verdict"] == "PASS":
+            elif shown == "PASS":
                 cells.append("PASS")
             else:
-                cells.append(f"[{record['verdict']}]({name}.md#{anchor(family, feature)})")
+                cells.append(f"[{shown}]({name}.md#{anchor(family, feature)})")
         lines.append(f"| {family} | {feature} | {tier} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -171,9 +185,11 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
              "Contract FAILs each cite the public contract (spec section or real recording) the "
              "server breaks; extension FAILs judge mlxcel's own features and count only where "
              "the profile claims them.", "",
-             "A distinct defect is one thing the server does wrong: its FAILs grouped by check "
-             "and cause (several features may fail for one defect; each peer's page lists every "
-             "defect once, with the features it fails).", "",
+             "A distinct defect is one thing the server does wrong: its FAILs grouped by root "
+             "cause across routes and forms. Each defect is one FAIL row (counted here, per "
+             "tier), at the feature that first showed it; a feature that saw only defects "
+             "counted elsewhere is a `repeat` (each peer's page lists every defect once, with "
+             "the features it fails).", "",
              "LENIENT rows are requests the public API calls invalid that the server accepted; "
              "INCONCLUSIVE rows are checks its answer could not decide: neither is a FAIL "
              "([verdicts](verdicts.md)).", "",
@@ -186,16 +202,17 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
         contract, extension = tiers.get("contract", {}), tiers.get("extension", {})
         unsupported, lenient, inconclusive = (contract.get(v, 0) + extension.get(v, 0)
                                               for v in ("UNSUPPORTED", "LENIENT", "INCONCLUSIVE"))
-        fails = [r for r in doc["records"] if r["verdict"] == "FAIL"]
-        cited = sum(1 for r in fails if (r.get("evidence") or {}).get("source"))
-        found = len(distinct(doc["records"]))
+        rows = Report.from_dict(doc).fail_rows()  # one FAIL row per defect
+        found = distinct(doc["records"])
+        cited = sum(1 for defect in found if defect.source)
         # a page lists its defects (and has the anchor) only when there are some
-        defects = f"[{found}]({doc['peer']['name']}.md#distinct-defects)" if found else "0"
+        defects = (f"[{len(found)}]({doc['peer']['name']}.md#distinct-defects)" if found
+                   else "0")
         lines.append(
-            f"| {doc['peer']['name']} | `{doc['profile']}` | {contract.get('FAIL', 0)} | "
-            f"{contract.get('PASS', 0)} | {extension.get('FAIL', 0)} | "
+            f"| {doc['peer']['name']} | `{doc['profile']}` | {rows['contract']} | "
+            f"{contract.get('PASS', 0)} | {rows['extension']} | "
             f"{extension.get('PASS', 0)} | {unsupported} | {lenient} | "
-            f"{inconclusive} | {cited} of {len(fails)} | "
+            f"{inconclusive} | {cited} of {len(found)} | "
             f"{defects} |")
     return lines
 
@@ -208,16 +225,16 @@ def index_html(docs: list[dict[str, Any]]) -> str:
         f"<td><code>{esc(doc['summary']['line'])}</code></td></tr>"
         for doc in docs
     )
-    by_peer = [_verdicts(doc) for doc in docs]
+    labels = [_labels(doc) for doc in docs]
     rows = []
     for family, feature in feature_rows(docs):
         cells = []
-        for name, verdicts in zip(names, by_peer, strict=True):
-            record = verdicts.get((family, feature))
-            if record is None:
+        for name, label in zip(names, labels, strict=True):
+            shown = label.get((family, feature))
+            if shown is None:
                 cells.append("<td>—</td>")
                 continue
-            verdict = esc(record["verdict"])
+            verdict = esc(shown)
             href = f"{esc(name)}.html#{anchor(family, feature)}"
             cells.append(f"<td class=\"v {verdict}\"><a href=\"{href}\">{verdict}</a></td>")
         rows.append(f"<tr><td>{esc(family)}</td><td>{esc(feature)}</td>{''.join(cells)}</tr>")
