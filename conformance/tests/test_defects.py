@@ -301,7 +301,12 @@ def test_one_defect_across_routes_and_forms_is_one_fail_row(tmp_path: Path) -> N
     cells = [line.rsplit(" | ", 1)[-1] for line in index.splitlines()
              if line.startswith(("| chat |", "| responses |", "| sdk-openai |"))]
     assert sum(cell.startswith("[FAIL]") for cell in cells) == 2
-    assert sum(cell.startswith("[repeat]") for cell in cells) == 4
+    assert sum(cell.startswith("[repeat of #1](vllm-mlx.md#") for cell in cells) == 4
+    page = (tmp_path / "vllm-mlx.md").read_text()
+    assert "### chat / parity.chat.json: repeat of #1" in page
+    assert "### chat / chat.structured.json_schema: FAIL" in page
+    index_html = (tmp_path / "index.html").read_text()
+    assert index_html.count('class="v repeat"') == 4 and index_html.count('class="v FAIL"') == 2
     assert "| vllm-mlx | `vllm-mlx` | 2 | 0 | 0 | 0 | 0 | 0 | 0 | 2 of 2 |" in index
 
 

@@ -52,11 +52,13 @@ def peer_markdown(doc: dict[str, Any]) -> str:
         "## Evidence",
         "",
     ]
+    labels = _labels(doc)
     for record in doc["records"]:
         if record["verdict"] == "PASS":
             continue
+        label = labels[(record["family"], record["feature"])]
         lines += [f'<a id="{anchor(record["family"], record["feature"])}"></a>', "",
-                  f"### {record['family']} / {record['feature']}: {record['verdict']}", ""]
+                  f"### {record['family']} / {record['feature']}: {label}", ""]
         # A golden's message is its diff block, which the evidence repeats.
         if record.get("message") and "diffs" not in (record.get("evidence") or {}):
             lines += [_fence(record["message"]), ""]
@@ -119,15 +121,16 @@ def _verdicts(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def _labels(doc: dict[str, Any]) -> dict[tuple[str, str], str]:
-    """Each feature's cell: its verdict, or ``repeat`` for a FAIL whose defects are all counted
-    at another feature's row (one FAIL per defect)."""
+    """Each feature's cell: its verdict, or ``repeat of #N`` for a FAIL whose defects are all
+    counted at other features' rows (one FAIL per defect; N numbers the page's defect list)."""
     roles = row_roles(distinct(doc["records"]))
     labels = {}
     for record in doc["records"]:
         where = (record["family"], record["feature"])
         role = roles.get(where)
-        repeat = record["verdict"] == "FAIL" and role is not None and role.repeat
-        labels[where] = "repeat" if repeat else record["verdict"]
+        labels[where] = record["verdict"]
+        if record["verdict"] == "FAIL" and role is not None and role.repeat:
+            labels[where] = "repeat of " + ", ".join(f"#{n}" for n, _ in role.counted_at)
     return labels
 
 
@@ -234,9 +237,9 @@ def index_html(docs: list[dict[str, Any]]) -> str:
             if shown is None:
                 cells.append("<td>—</td>")
                 continue
-            verdict = esc(shown)
+            css = "repeat" if shown.startswith("repeat") else esc(shown)
             href = f"{esc(name)}.html#{anchor(family, feature)}"
-            cells.append(f"<td class=\"v {verdict}\"><a href=\"{href}\">{verdict}</a></td>")
+            cells.append(f"<td class=\"v {css}\"><a href=\"{href}\">{esc(shown)}</a></td>")
         rows.append(f"<tr><td>{esc(family)}</td><td>{esc(feature)}</td>{''.join(cells)}</tr>")
     body = (
         "<table id=\"servers\"><tr><th>server</th><th>version</th><th>summary</th></tr>"
