@@ -42,7 +42,8 @@ USAGE = """\
 usage: mlxcel-conformance [OPTIONS] [PYTEST ARGS ...]
 
 Check an LLM inference server against the mlxcel OpenAPI spec, golden transcripts and the
-public API contracts, and print a feature matrix (PASS / FAIL / UNSUPPORTED / ERROR).
+public API contracts, and print a feature matrix (PASS / FAIL, one per defect / UNSUPPORTED /
+ERROR / LENIENT / INCONCLUSIVE).
 
   mlxcel-conformance --base-url http://127.0.0.1:8080 --profile llama-server --report reports/ls
 """

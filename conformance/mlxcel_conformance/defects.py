@@ -20,6 +20,7 @@ transport failure's cause still names the request it happened on.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -112,13 +113,32 @@ def _crash_input(message: str, evidence: Mapping[str, Any]) -> str:
     return f" [input: {' '.join(said.replace('_', ' ').lower().split())}]"
 
 
+# An SDK's status error (openai's and anthropic's ``_make_status_error_from_response``:
+# ``BadRequestError: Error code: 400 - {...}``, the body the repr of the JSON it parsed) is the
+# refusal it met, keyed as the HTTP checks key it (``refusal``): one 422 handler met by a route's
+# check, its golden and an SDK round trip is one defect.
+_SDK_STATUS = re.compile(r"^[A-Za-z]+Error: Error code: (\d{3})(?: - (.*))?$", re.DOTALL)
+
+
+def _sdk_refusal(message: str) -> str | None:
+    found = _SDK_STATUS.match(message)
+    if found is None:
+        return None
+    said = found.group(2) or ""
+    try:
+        said = json.dumps(ast.literal_eval(said))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass  # not the repr of a parsed body: its text, as the server sent it
+    return refusal(int(found.group(1)), said)
+
+
 def entry(check: str, message: str, evidence: Mapping[str, Any],
           family: str = "") -> dict[str, str]:
     """The defect of one failing test of ``family``; the family (a route or a client) is not
     part of the key: one cause on two routes is one defect, seen twice."""
     cause = evidence.get("defect")
     if not (isinstance(cause, str) and cause):
-        cause = f"{check}: {message}"
+        cause = _sdk_refusal(message) or f"{check}: {message}"
         request = evidence.get("request")
         if evidence.get("transport_error") and isinstance(request, str):
             cause = f"{check} on {request.split('?')[0]}: {message}"
@@ -156,6 +176,41 @@ def fail_rows(records: Iterable[Mapping[str, Any]]) -> list[tuple[Defect, tuple[
     """One FAIL row per defect: the defect and the (family, feature) that first showed it;
     the rest are ``defect.also_seen(*where)``. The records themselves keep every observation."""
     return [(defect, defect.features[0]) for defect in distinct(records) if defect.features]
+
+
+@dataclass
+class RowRole:
+    """What a failing feature's row shows in a matrix of one FAIL per defect.
+
+    ``shown``: the defects (numbered as in the run's list) whose FAIL row this feature is, the
+    first that showed them; ``counted_at``: for each other defect it saw, its number and the
+    (family, feature) whose row counts it. A row with nothing ``shown`` is a repeat: it names
+    where its defects are counted instead of failing again."""
+
+    shown: list[tuple[int, Defect]] = field(default_factory=list)
+    counted_at: list[tuple[int, tuple[str, str]]] = field(default_factory=list)
+
+    @property
+    def repeat(self) -> bool:
+        return not self.shown
+
+    def also_seen(self, family: str, feature: str) -> list[tuple[str, str]]:
+        """Every other (family, feature) that saw the defects this row shows."""
+        return list(dict.fromkeys(where for _, defect in self.shown
+                                  for where in defect.also_seen(family, feature)))
+
+
+def row_roles(found: list[Defect]) -> dict[tuple[str, str], RowRole]:
+    """Each failing (family, feature)'s role, given the run's ``distinct`` defects."""
+    roles: dict[tuple[str, str], RowRole] = {}
+    for number, defect in enumerate(found, 1):
+        if not defect.features:
+            continue
+        first, *others = defect.features
+        roles.setdefault(first, RowRole()).shown.append((number, defect))
+        for where in others:
+            roles.setdefault(where, RowRole()).counted_at.append((number, first))
+    return roles
 
 
 def distinct(records: Iterable[Mapping[str, Any]]) -> list[Defect]:

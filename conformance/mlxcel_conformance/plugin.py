@@ -3,7 +3,9 @@
 Options pick the target (``--base-url`` or a self-started reference server), the profile and
 the report directory. Each test carries ``@pytest.mark.conformance(family=..., feature=...)``;
 a family outside the profile is recorded UNSUPPORTED and not run. Outcomes become report
-records: ``ConformanceFailure`` -> FAIL with its check and evidence, ``SetupError`` -> ERROR.
+records: ``ConformanceFailure`` -> FAIL with its check and evidence, ``SetupError`` -> ERROR,
+a skip that names UNSUPPORTED, LENIENT or INCONCLUSIVE (``verdict_policy.read_skip``) -> that
+verdict; none of those three fails the run.
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ import pytest
 from . import pace
 from .checks import sources
 from .checks.sources import Tier
+from .checks.verdict_policy import read_skip
 from .client import SuiteClient
 from .errors import ConformanceFailure, SetupError
-from .fail_lines import error_lines, fail_line
+from .fail_lines import SHOWN, defect_lines, error_lines, shown_line
 from .fixture_models import FIXTURES_ENV, draft_args
 from .flows import REFERENCE_SHAPES
 from .golden_diff import format_case
 from .profiles import PROFILES, Profile, get_profile
-from .report import JSON_NAME, Record, Report, Verdict, plural
+from .report import JSON_NAME, Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
 from .sdk_clients import refused
 from .target import ReferenceServer, Target
@@ -290,13 +293,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     family, feature = found
     if rep.skipped:
         reason = str(rep.longrepr[2]) if isinstance(rep.longrepr, tuple) else ""
-        if "UNSUPPORTED" in reason:
-            message = reason.split("UNSUPPORTED:", 1)[-1].strip()
+        said = read_skip(reason)
+        if said is not None:  # UNSUPPORTED, LENIENT or INCONCLUSIVE: a verdict, not a FAIL
             item.config.stash[_REPORT_KEY].add(
-                Record(family=family, feature=feature, verdict=Verdict.UNSUPPORTED, checks=[],
-                       severity=None, message=message, evidence={}, duration_s=0.0,
+                Record(family=family, feature=feature, verdict=Verdict(said.verdict.value),
+                       checks=[said.check] if said.check else [], severity=None,
+                       message=said.message, evidence={}, duration_s=rep.duration,
                        tier=_tier(item))
             )
+            _write_partial(item.config)
         return
     if rep.when == "call" or (rep.when == "setup" and rep.failed):
         if rep.passed:
@@ -340,7 +345,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     report.finish()
     report_dir = config.getoption("--report")
-    # --tb=no is the CLI's default: one line per FAIL, the full evidence in the report.
+    # --tb=no is the CLI's default: one line per defect, the full evidence in the report.
     short = config.getoption("tbstyle") == "no"
     blocks = [] if short else _golden_diffs(report)
     if blocks:
@@ -354,14 +359,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         (Path(report_dir) / PARTIAL_NAME).unlink(missing_ok=True)
         terminalreporter.write_line(f"report written to {report_dir}/conformance.{{json,md,html}}")
     if short:
+        for line in defect_lines(report.records):  # one FAIL line per defect
+            terminalreporter.write_line(line)
         for record in report.records:
-            if record.verdict is Verdict.FAIL:
-                terminalreporter.write_line(fail_line(record))
+            if record.verdict in SHOWN:
+                terminalreporter.write_line(shown_line(record))
         for line in error_lines(report.records):
             terminalreporter.write_line(line)
-    found = len(report.distinct_defects())
-    defects = f"; {plural(found, 'distinct defect')}" if found else ""
-    terminalreporter.write_line(report.summary_line() + defects)
+    terminalreporter.write_line(report.summary_line())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

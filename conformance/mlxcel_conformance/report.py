@@ -2,7 +2,10 @@
 and `conformance.md` (the human matrix), plus the one summary line printed at the end.
 
 Merging: several tests may contribute to one (family, feature). FAIL wins over ERROR, ERROR over
-PASS, PASS over UNSUPPORTED: a feature is UNSUPPORTED only when nothing about it ran.
+LENIENT, LENIENT over INCONCLUSIVE, INCONCLUSIVE over PASS, PASS over UNSUPPORTED: a feature is
+PASS only when nothing that ran of it found anything or failed to decide, and UNSUPPORTED only
+when nothing about it ran. LENIENT and INCONCLUSIVE are shown and counted apart, never as FAIL
+(docs/conformance/verdicts.md).
 
 Each failing test also leaves a defect entry (``defects``): the report counts and lists the
 distinct defects behind its FAILs, each once with the features it fails.
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mlxcel_conformance import defects as defects_
+from mlxcel_conformance.checks.verdict_policy import VerdictClass, read_skip
 from mlxcel_conformance.errors import ConformanceFailure, Severity, clip_evidence
 from mlxcel_conformance.profiles import FAMILIES
 
@@ -33,9 +37,12 @@ class Verdict(str, enum.Enum):
     FAIL = "FAIL"
     UNSUPPORTED = "UNSUPPORTED"
     ERROR = "ERROR"  # the suite's own setup failed; says nothing about the server
+    LENIENT = "LENIENT"  # accepted a request the public API calls invalid: shown, not a FAIL
+    INCONCLUSIVE = "INCONCLUSIVE"  # what the server answered cannot decide it: not a PASS
 
 
-_PRECEDENCE = {Verdict.UNSUPPORTED: 0, Verdict.PASS: 1, Verdict.ERROR: 2, Verdict.FAIL: 3}
+PRECEDENCE = {Verdict.UNSUPPORTED: 0, Verdict.PASS: 1, Verdict.INCONCLUSIVE: 2,
+               Verdict.LENIENT: 3, Verdict.ERROR: 4, Verdict.FAIL: 5}
 _SEVERITY_RANK = {s.value: rank for rank, s in enumerate(reversed(list(Severity)))}
 
 
@@ -95,12 +102,20 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
-        return cls(**{**data, "verdict": Verdict(data["verdict"])})
+        record = cls(**{**data, "verdict": Verdict(data["verdict"])})
+        if record.verdict is Verdict.UNSUPPORTED:
+            # a report written when LENIENT and INCONCLUSIVE were UNSUPPORTED rows named so
+            said = read_skip(record.message)
+            if said is not None and said.verdict is not VerdictClass.UNSUPPORTED:
+                record.verdict = Verdict(said.verdict.value)
+                record.checks = [said.check] if said.check else record.checks
+                record.message = said.message
+        return record
 
 
 def merge_records(first: Record, second: Record) -> Record:
     """Combine two records of the same feature."""
-    winner = max(first, second, key=lambda record: _PRECEDENCE[record.verdict])
+    winner = max(first, second, key=lambda record: PRECEDENCE[record.verdict])
     verdict = winner.verdict
     same = [record for record in (first, second) if record.verdict is verdict]
     messages = list(dict.fromkeys(r.message for r in same if r.message))
@@ -137,7 +152,35 @@ def _cell(text: str, limit: int = _CELL_LIMIT) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
-def _tier_section(tier: str, records: list[Record]) -> list[str]:
+Link = Callable[[str, str], str]
+
+
+def _where(family: str, feature: str, link: Link | None) -> str:
+    return f"[{family} {feature}]({link(family, feature)})" if link else f"{family} {feature}"
+
+
+def _fail_cells(record: Record, role: defects_.RowRole | None,
+                link: Link | None) -> tuple[str, str]:
+    """The verdict and message cells of a FAIL row: the defects it shows, with where else they
+    were seen; or, for a repeat, where its defects are counted (one FAIL per defect)."""
+    verdict = "FAIL" + (f" ({record.severity})" if record.severity else "")
+    message = _cell(record.message)
+    if role is None:
+        return verdict, message
+    if role.repeat:
+        numbers = ", ".join(f"#{number}" for number, _ in role.counted_at)
+        counted = ", ".join(dict.fromkeys(_where(*where, link) for _, where in role.counted_at))
+        return (f"repeat of {numbers}",
+                _cell(f"the same defect, counted once at {counted}: ", limit=100_000) + message)
+    seen = role.also_seen(record.family, record.feature)
+    if seen:
+        message += "<br>" + _cell("also seen in: " + ", ".join(
+            _where(family, feature, link) for family, feature in seen), limit=100_000)
+    return verdict, message
+
+
+def _tier_section(tier: str, records: list[Record],
+                  roles: dict[tuple[str, str], defects_.RowRole], link: Link | None) -> list[str]:
     if not records:
         return []
     title = "Contract checks" if tier == "contract" else "Extension checks (mlxcel features)"
@@ -148,17 +191,15 @@ def _tier_section(tier: str, records: list[Record]) -> list[str]:
             current = record.family
             lines += ["", f"### {tier}: {current}", "",
                       "| feature | verdict | checks | message | source |", "|---|---|---|---|---|"]
-        verdict = record.verdict.value
-        if record.severity:
-            verdict += f" ({record.severity})"
+        verdict, message = record.verdict.value, _cell(record.message)
+        if record.verdict is Verdict.FAIL:
+            verdict, message = _fail_cells(record, roles.get((record.family, record.feature)),
+                                           link)
         checks = ", ".join(f"`{name}`" for name in record.checks)
         source = str(record.evidence.get("source", "")) if record.verdict is Verdict.FAIL else ""
         lines.append(f"| {_cell(record.feature)} | {verdict} | {checks} | "
-                     f"{_cell(record.message)} | {_cell(source)} |")
+                     f"{message} | {_cell(source)} |")
     return lines
-
-
-Link = Callable[[str, str], str]
 
 
 def defects_section(found: list[defects_.Defect], link: Link | None = None) -> list[str]:
@@ -234,12 +275,27 @@ class Report:
     def distinct_defects(self) -> list[defects_.Defect]:
         return defects_.distinct(record.to_dict() for record in self.records)
 
+    def fail_rows(self) -> dict[str, int]:
+        """FAIL rows per tier: one per distinct defect, in the tier of the feature that first
+        showed it (the features that saw it again are repeats, not FAIL rows)."""
+        tiers = {(r.family, r.feature): r.tier for r in self.records}
+        rows = dict.fromkeys(TIERS, 0)
+        for defect in self.distinct_defects():
+            tier = tiers.get(defect.features[0], "contract")
+            rows[tier] = rows.get(tier, 0) + 1
+        return rows
+
     def summary_line(self) -> str:
-        counts = ", ".join(f"{n} {verdict.value}" for verdict, n in self.counts().items())
-        fails = self.tier_counts()
-        split = ", ".join(f"{fails[tier]['FAIL']} {tier}" for tier in TIERS)
+        """One line: each verdict's count, FAIL counted once per defect (its rows), with the
+        features the defects failed and the rows per tier."""
+        counts = self.counts()
+        rows = self.fail_rows()
+        shown = {**counts, Verdict.FAIL: sum(rows.values())}
+        totals = ", ".join(f"{n} {verdict.value}" for verdict, n in shown.items())
+        split = ", ".join(f"{rows[tier]} {tier}" for tier in TIERS)
+        features = plural(counts[Verdict.FAIL], "feature")
         return (
-            f"mlxcel-conformance: {counts} [FAIL: {split}] "
+            f"mlxcel-conformance: {totals} [FAIL: {split}, one per defect, seen in {features}] "
             f"(profile {self.profile}, target {self.target}, {self.duration_s:.1f} s)"
         )
 
@@ -255,6 +311,7 @@ class Report:
                 "counts": {v.value: n for v, n in self.counts().items()},
                 "tiers": self.tier_counts(),
                 "distinct_defects": len(self.distinct_defects()),
+                "fail_rows": self.fail_rows(),
             },
             "families": self.family_counts(),
             "records": [record.to_dict() for record in self.records],
@@ -299,10 +356,13 @@ class Report:
         found = self.distinct_defects()
         if found:
             lines += ["", f"FAILs come from [{plural(len(found), 'distinct defect')}]"
-                      "(#distinct-defects), "
-                      "listed after the matrix, each once with the features it fails."]
+                      "(#distinct-defects), listed after the matrix. Each defect is one FAIL "
+                      "row, at the feature that first showed it, with where else it was seen; "
+                      "a feature that only saw defects counted elsewhere is a `repeat of #N`."]
+        roles = defects_.row_roles(found)
         for tier in TIERS:
-            lines += _tier_section(tier, [r for r in self.records if r.tier == tier])
+            lines += _tier_section(tier, [r for r in self.records if r.tier == tier], roles,
+                                   link)
         lines += defects_section(found, link)
         return "\n".join(lines) + "\n"
 

@@ -3,7 +3,9 @@
 Inline CSS, no script, no external resource: the file opens from disk in any browser and can be
 attached to an issue. The matrix is ``<table id="matrix">``, one row per feature with the id
 ``anchor(family, feature)`` so a comparison page can link to a row; a failing row holds its
-evidence (and a golden case its expected/got block) in a ``<details>`` element.
+evidence (and a golden case its expected/got block) in a ``<details>`` element. One FAIL per
+defect: the row that first showed a defect is its FAIL row and names where else it was seen;
+a row that saw only defects counted elsewhere is a ``repeat of #N`` linking there.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import json
 import re
 from typing import Any
 
-from .defects import distinct
+from .defects import RowRole, distinct, row_roles
 from .golden_diff import format_case
+from .report import Verdict
 
 HTML_NAME = "conformance.html"
 
@@ -27,7 +30,8 @@ th{background:#f6f8fa}code,pre{font:12px/1.4 ui-monospace,monospace}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:.5rem;margin:.3rem 0;max-height:30rem;
 overflow:auto}
 .v{font-weight:600;white-space:nowrap}.PASS{color:#1a7f37}.FAIL{color:#cf222e}
-.UNSUPPORTED{color:#6e7781}.ERROR{color:#9a6700}.summary{background:#f6f8fa;padding:.5rem}
+.UNSUPPORTED{color:#6e7781}.ERROR{color:#9a6700}.LENIENT{color:#8250df}
+.INCONCLUSIVE{color:#57606a;font-style:italic}.repeat{color:#6e7781}.summary{background:#f6f8fa;padding:.5rem}
 tr:target{outline:2px solid #0969da}.msg{white-space:pre-wrap}.v a{color:inherit}
 """
 
@@ -61,18 +65,41 @@ def evidence_text(record: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _row(record: dict[str, Any]) -> str:
+def _link(family: str, feature: str) -> str:
+    return f"<a href=\"#{anchor(family, feature)}\">{esc(family)} {esc(feature)}</a>"
+
+
+def _fail_cells(record: dict[str, Any], role: RowRole | None) -> tuple[str, str, str]:
+    """The class, label and message head of a FAIL row: one FAIL per defect, a repeat naming
+    where its defects are counted."""
+    label = "FAIL" + (f" ({record['severity']})" if record.get("severity") else "")
+    if role is None:
+        return "FAIL", esc(label), ""
+    if role.repeat:
+        numbers = ", ".join(f"#{number}" for number, _ in role.counted_at)
+        counted = ", ".join(dict.fromkeys(_link(*where) for _, where in role.counted_at))
+        return ("repeat", f"repeat of {esc(numbers)}",
+                f"<div>the same defect, counted once at {counted}</div>")
+    seen = role.also_seen(record["family"], record["feature"])
+    also = (f"<div>also seen in: {', '.join(_link(*where) for where in seen)}</div>"
+            if seen else "")
+    return "FAIL", esc(label), also
+
+
+def _row(record: dict[str, Any], roles: dict[tuple[str, str], RowRole]) -> str:
     verdict = str(record["verdict"])
-    label = verdict + (f" ({record['severity']})" if record.get("severity") else "")
+    css, label, head = esc(verdict), esc(verdict), ""
+    if verdict == "FAIL":
+        css, label, head = _fail_cells(record, roles.get((record["family"], record["feature"])))
     checks = ", ".join(f"<code>{esc(c)}</code>" for c in record.get("checks", []))
-    detail = f"<div class=\"msg\">{esc(record.get('message', ''))}</div>"
+    detail = f"{head}<div class=\"msg\">{esc(record.get('message', ''))}</div>"
     evidence = evidence_text(record)
     if evidence:
         detail += f"<details><summary>evidence</summary><pre>{esc(evidence)}</pre></details>"
     return (
         f"<tr id=\"{anchor(record['family'], record['feature'])}\">"
         f"<td>{esc(record['family'])}</td><td>{esc(record['feature'])}</td>"
-        f"<td class=\"v {esc(verdict)}\">{esc(label)}</td><td>{checks}</td><td>{detail}</td></tr>"
+        f"<td class=\"v {css}\">{label}</td><td>{checks}</td><td>{detail}</td></tr>"
     )
 
 
@@ -98,14 +125,15 @@ def _defects(records: list[dict[str, Any]]) -> str:
 def render_report(report: dict[str, Any], title: str = "Conformance report",
                   preamble: str = "") -> str:
     """The page for one report, given ``Report.to_dict()`` (or the JSON file's content)."""
-    verdicts = list(report.get("summary", {}).get("counts", {})) or [
-        "PASS", "FAIL", "UNSUPPORTED", "ERROR"]
+    verdicts = list(report.get("summary", {}).get("counts", {})) or [v.value for v in Verdict]
     families = "".join(
         f"<tr><td>{esc(family)}</td>" + "".join(f"<td>{row.get(v, 0)}</td>" for v in verdicts)
         + "</tr>"
         for family, row in report.get("families", {}).items()
     )
-    rows = "\n".join(_row(record) for record in report.get("records", []))
+    records = report.get("records", [])
+    roles = row_roles(distinct(records))
+    rows = "\n".join(_row(record, roles) for record in records)
     body = (
         f"{preamble}<p class=\"summary\"><code>{esc(report['summary']['line'])}</code></p>\n"
         "<h2>Families</h2>\n<table id=\"families\"><tr><th>family</th>"

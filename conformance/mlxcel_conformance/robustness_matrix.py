@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .report import PRECEDENCE
+
 FEATURES = (
     ("robustness.large_body", "large bodies (24 MiB chat and Messages, 64 MiB chat)"),
     ("robustness.sampler_field", "pathological sampler fields (DRY breakers, stop, logit_bias)"),
@@ -29,7 +31,8 @@ FEATURES = (
 )
 
 
-_RANK = {"UNSUPPORTED": 0, "PASS": 1, "ERROR": 2, "FAIL": 3}
+# the report's own merge order: the worst verdict of a check wins
+_RANK = {verdict.value: rank for verdict, rank in PRECEDENCE.items()}
 WHOLE_RUN = "robustness.whole_run"
 
 

@@ -17,8 +17,8 @@ from mlxcel_conformance.checks.contract_edges import (
     skip_documented,
 )
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
-from mlxcel_conformance.checks.registry import fail, lenient, unsupported
-from mlxcel_conformance.checks.verdict_policy import VerdictClass
+from mlxcel_conformance.checks.registry import fail, inconclusive, lenient, unsupported
+from mlxcel_conformance.checks.verdict_policy import SkipVerdict, VerdictClass, read_skip
 from mlxcel_conformance.errors import ConformanceFailure, SetupError
 from mlxcel_conformance.profiles import ALL_EXTENSIONS, get_profile
 
@@ -107,3 +107,36 @@ def test_a_field_accepted_and_not_honoured_is_ignored() -> None:
     with pytest.raises(ConformanceFailure, match="IGNORED") as info:
         check_chat_choices(one, 2)
     assert info.value.evidence["verdict_class"] == "IGNORED"
+
+
+@pytest.mark.parametrize(("reason", "verdict", "check", "message"), [
+    ("Skipped: LENIENT: error_status: HTTP 200 (messages_empty)", VerdictClass.LENIENT,
+     "error_status", "HTTP 200 (messages_empty)"),
+    ("Skipped: INCONCLUSIVE: structured_output_valid: cut after 9 characters",
+     VerdictClass.INCONCLUSIVE, "structured_output_valid", "cut after 9 characters"),
+    ("Skipped: UNSUPPORTED: profile mlx-lm does not claim family responses",
+     VerdictClass.UNSUPPORTED, "", "profile mlx-lm does not claim family responses"),
+    ("UNSUPPORTED with --robustness: its memory watch follows one process",
+     VerdictClass.UNSUPPORTED, "", "UNSUPPORTED with --robustness: its memory watch follows "
+     "one process"),
+    # what the report wrote before LENIENT had rows of its own
+    ("Skipped: LENIENT: error_status: m (not a FAIL; UNSUPPORTED in the report)",
+     VerdictClass.LENIENT, "error_status", "m"),
+])
+def test_a_skip_reason_carries_its_verdict_to_the_report(
+        reason: str, verdict: VerdictClass, check: str, message: str) -> None:
+    said = read_skip(reason)
+    assert said is not None and (said.verdict, said.check, said.message) == (
+        verdict, check, message)
+
+
+def test_a_plain_skip_is_no_verdict_and_the_registry_writes_what_it_reads() -> None:
+    assert read_skip("Skipped: the model did not reason") is None
+    assert read_skip("the lenient reader") is None
+    with pytest.raises(SKIP) as info:
+        lenient("error_status", "HTTP 200")
+    said = read_skip(str(info.value))
+    assert said == SkipVerdict(VerdictClass.LENIENT, "error_status", "HTTP 200")
+    assert "UNSUPPORTED" not in str(info.value)
+    with pytest.raises(SetupError, match="may not give INCONCLUSIVE"):
+        inconclusive("sse_framing", "x")

@@ -12,7 +12,7 @@ from replay_target import Replay, serving
 from test_replay_target import BROKEN
 
 from mlxcel_conformance.errors import ConformanceFailure
-from mlxcel_conformance.fail_lines import LINE_LIMIT, error_lines, fail_line
+from mlxcel_conformance.fail_lines import LINE_LIMIT, SHOWN, error_lines, fail_line, shown_line
 from mlxcel_conformance.report import Record, Report, Verdict, plural
 
 
@@ -54,7 +54,7 @@ def test_a_real_fail_is_one_terminal_line(tmp_path: Path) -> None:
     assert "source: " in fails[0]
     assert "Traceback" not in out and "def " not in out and " passed" not in out, out
     summary = [line for line in out.splitlines() if line.startswith("mlxcel-conformance: ")]
-    assert len(summary) == 1 and "1 FAIL" in summary[0] and "1 distinct defect" in summary[0]
+    assert len(summary) == 1 and "1 FAIL" in summary[0] and "one per defect" in summary[0]
     assert len(out.splitlines()) <= 8, out  # progress, the FAIL, the report path, the summary
     report = json.loads((tmp_path / "conformance.json").read_text())
     record = next(r for r in report["records"] if r["feature"] == feature)
@@ -67,3 +67,14 @@ def test_errors_are_one_line_per_cause() -> None:
     records.append(Record("chat", "g", Verdict.ERROR, message="bad spec"))
     assert error_lines(records) == ["ERROR (3 features) reference server exited with code 1:",
                                     "ERROR (1 feature) bad spec"]
+
+
+def test_lenient_and_inconclusive_rows_are_one_line_each() -> None:
+    lenient = Record("chat", "chat.errors.invalid_body", Verdict.LENIENT,
+                     checks=["error_status"], message="HTTP 200 for\na request it rejects")
+    assert shown_line(lenient) == ("LENIENT chat chat.errors.invalid_body [error_status] "
+                                   "HTTP 200 for a request it rejects")
+    cut = Record("chat", "s", Verdict.INCONCLUSIVE, message="x" * 1000)
+    line = shown_line(cut)
+    assert line.startswith("INCONCLUSIVE chat s xxx") and len(line) <= LINE_LIMIT
+    assert SHOWN == (Verdict.LENIENT, Verdict.INCONCLUSIVE)

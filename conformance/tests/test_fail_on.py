@@ -3,11 +3,15 @@ suite's own setup faults) nor for families outside the profile."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest_plugins = ("pytester",)
 
 _TESTS = '''
+import json
+
 import pytest
 from mlxcel_conformance.errors import ConformanceFailure, SetupError
 
@@ -46,3 +50,49 @@ def _run(pytester: pytest.Pytester, *, fail: bool, fail_on: str) -> int:
 )
 def test_exit_status(pytester: pytest.Pytester, fail: bool, fail_on: str, expected: int) -> None:
     assert _run(pytester, fail=fail, fail_on=fail_on) == expected
+
+
+_FINDINGS = '''
+import json
+
+import pytest
+from mlxcel_conformance.checks.registry import inconclusive, lenient
+
+@pytest.mark.conformance(family="chat", feature="chat.errors.invalid_body")
+def test_lenient():
+    lenient("error_status", "HTTP 200 for a request the API rejects with 400 (messages_empty)")
+
+@pytest.mark.conformance(family="chat", feature="chat.structured.json_schema")
+def test_inconclusive():
+    inconclusive("structured_output_valid", "the answer was cut by max_tokens")
+
+@pytest.mark.conformance(family="chat", feature="chat.json.body")
+def test_pass():
+    pass
+'''
+
+
+@pytest.mark.parametrize("fail_on", ["any", "fail"])
+def test_lenient_and_inconclusive_are_verdicts_and_no_failure(
+        pytester: pytest.Pytester, fail_on: str) -> None:
+    """docs/conformance/verdicts.md: each is a row, a count and a terminal line of its own,
+    and neither makes the run fail."""
+    pytester.makepyfile(test_findings=_FINDINGS)
+    result = pytester.runpytest_inprocess(
+        "-q", "-p", "mlxcel_conformance.plugin", "-p", "no:cacheprovider", "--tb=no",
+        "--profile=mlx-lm", f"--fail-on={fail_on}", f"--report={pytester.path / 'out'}")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "LENIENT chat chat.errors.invalid_body [[]error_status[]] HTTP 200 *",
+        "INCONCLUSIVE chat chat.structured.json_schema [[]structured_output_valid[]] the answer*",
+        "mlxcel-conformance: 1 PASS, 0 FAIL, 0 UNSUPPORTED, 0 ERROR, 1 LENIENT, 1 INCONCLUSIVE *",
+    ])
+    data = json.loads((pytester.path / "out" / "conformance.json").read_text())
+    verdicts = {r["feature"]: (r["verdict"], r["checks"], r["message"]) for r in data["records"]}
+    assert verdicts["chat.errors.invalid_body"] == (
+        "LENIENT", ["error_status"],
+        "HTTP 200 for a request the API rejects with 400 (messages_empty)")
+    assert verdicts["chat.structured.json_schema"][:2] == (
+        "INCONCLUSIVE", ["structured_output_valid"])
+    html = (pytester.path / "out" / "conformance.html").read_text()
+    assert 'class="v LENIENT"' in html and 'class="v INCONCLUSIVE"' in html

@@ -85,13 +85,17 @@ def _doc(name: str, verdicts: dict[str, Verdict]) -> dict[str, object]:
 def test_comparison_page_links_each_cell_to_the_evidence(tmp_path: Path) -> None:
     pages.write_peer(tmp_path, _doc("mlxcel", {"a": Verdict.PASS, "b": Verdict.PASS}))
     pages.write_peer(tmp_path, _doc("mlx-lm", {"a": Verdict.PASS, "b": Verdict.FAIL,
-                                               "c": Verdict.UNSUPPORTED}))
+                                               "c": Verdict.UNSUPPORTED,
+                                               "d": Verdict.LENIENT}))
     pages.write_index(tmp_path)
     index = (tmp_path / "index.md").read_text()
     assert "| family | feature | tier | mlxcel | mlx-lm |" in index
     link = f"[FAIL](mlx-lm.md#{anchor('chat', 'b')})"
     assert f"| chat | b | contract | PASS | {link} |" in index
     assert "| chat | c | contract | — | [UNSUPPORTED]" in index
+    assert f"| chat | d | contract | — | [LENIENT](mlx-lm.md#{anchor('chat', 'd')}) |" in index
+    # UNSUPPORTED, LENIENT and INCONCLUSIVE counted apart, none of them a FAIL
+    assert "| mlx-lm | `mlx-lm` | 1 | 1 | 0 | 0 | 1 | 1 | 0 | 0 of 1 |" in index
     # the precision table: per peer, FAILs per tier, and how many cite their source
     assert "| mlx-lm | `mlx-lm` | 1 |" in index and "0 of 1 |" in index
     # distinct defects link to the page's list, which only a page with defects has

@@ -98,7 +98,7 @@ def check_reasoning_split(message: Mapping[str, Any]) -> str:
 
 @check("structured_output_valid", severity=Severity.CRITICAL,
        description="a json_schema answer that finished with stop is JSON valid against it",
-       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED, VerdictClass.INCONCLUSIVE}))
 def check_structured_output(text: str, schema: Mapping[str, Any],
                             finish_reason: str | None, *, cut_allowed: bool = False) -> Any:
     """The parsed answer. An answer cut by max_tokens proves nothing about the schema: it is

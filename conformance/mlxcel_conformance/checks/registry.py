@@ -24,12 +24,9 @@ import pytest
 from mlxcel_conformance.checks.sources import SOURCES, Tier
 from mlxcel_conformance.checks.verdict_policy import (
     DEFAULT_VERDICTS,
-    INCONCLUSIVE_PREFIX,
-    LENIENT_PREFIX,
     PLATFORM_PREFIX,
-    SHOWN_AS_UNSUPPORTED,
-    UNSUPPORTED_PREFIX,
     VerdictClass,
+    skip_reason,
 )
 from mlxcel_conformance.errors import ConformanceFailure, SetupError, Severity
 
@@ -157,21 +154,22 @@ def unsupported(name: str, message: str) -> NoReturn:
     """The server refused cleanly (a 4xx in its family's error shape) a combination it does not
     offer: UNSUPPORTED, not FAIL. The check must declare UNSUPPORTED."""
     _allowed(name, VerdictClass.UNSUPPORTED)
-    pytest.skip(f"{UNSUPPORTED_PREFIX}{name}: {message}")
+    pytest.skip(skip_reason(VerdictClass.UNSUPPORTED, name, message))
 
 
 def lenient(name: str, message: str) -> NoReturn:
-    """The server accepted a request its spec calls invalid: shown, never counted as a FAIL.
-    The check must declare LENIENT."""
+    """The server accepted a request its spec calls invalid: LENIENT, shown in the report and
+    never counted as a FAIL. The check must declare LENIENT."""
     _allowed(name, VerdictClass.LENIENT)
-    pytest.skip(f"{LENIENT_PREFIX}{name}: {message}{SHOWN_AS_UNSUPPORTED}")
+    pytest.skip(skip_reason(VerdictClass.LENIENT, name, message))
 
 
 def inconclusive(name: str, message: str) -> NoReturn:
     """What the server answered cannot decide the check (an answer cut by max_tokens): no
-    verdict at all, and certainly not a PASS."""
-    get_check(name)
-    pytest.skip(f"{INCONCLUSIVE_PREFIX}{name}: {message}{SHOWN_AS_UNSUPPORTED}")
+    verdict on the server (INCONCLUSIVE in the report), and certainly not a PASS. The check must
+    declare INCONCLUSIVE."""
+    _allowed(name, VerdictClass.INCONCLUSIVE)
+    pytest.skip(skip_reason(VerdictClass.INCONCLUSIVE, name, message))
 
 
 def platform_error(name: str, message: str) -> NoReturn:

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..defects import distinct
+from ..defects import distinct, row_roles
 from ..report import Report
 from ..report_html import anchor, esc, evidence_text, page, render_report
 
@@ -52,11 +52,13 @@ def peer_markdown(doc: dict[str, Any]) -> str:
         "## Evidence",
         "",
     ]
+    labels = _labels(doc)
     for record in doc["records"]:
         if record["verdict"] == "PASS":
             continue
+        label = labels[(record["family"], record["feature"])]
         lines += [f'<a id="{anchor(record["family"], record["feature"])}"></a>', "",
-                  f"### {record['family']} / {record['feature']}: {record['verdict']}", ""]
+                  f"### {record['family']} / {record['feature']}: {label}", ""]
         # A golden's message is its diff block, which the evidence repeats.
         if record.get("message") and "diffs" not in (record.get("evidence") or {}):
             lines += [_fence(record["message"]), ""]
@@ -118,6 +120,20 @@ def _verdicts(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["family"], r["feature"]): r for r in doc["records"]}
 
 
+def _labels(doc: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """Each feature's cell: its verdict, or ``repeat of #N`` for a FAIL whose defects are all
+    counted at other features' rows (one FAIL per defect; N numbers the page's defect list)."""
+    roles = row_roles(distinct(doc["records"]))
+    labels = {}
+    for record in doc["records"]:
+        where = (record["family"], record["feature"])
+        role = roles.get(where)
+        labels[where] = record["verdict"]
+        if record["verdict"] == "FAIL" and role is not None and role.repeat:
+            labels[where] = "repeat of " + ", ".join(f"#{n}" for n, _ in role.counted_at)
+    return labels
+
+
 # The hostile family runs only with --robustness: its matrix is a page of its own.
 ROBUSTNESS_LINE = ("The hostile `robustness` family (opt-in, `--robustness`) is compared on its "
                    "own page: [robustness.md](robustness.md).")
@@ -139,18 +155,19 @@ def index_markdown(docs: list[dict[str, Any]]) -> str:
     lines += ["", "| family | feature | tier | " + " | ".join(names) + " |",
               "|---|---|---|" + "---|" * len(names)]
     by_peer = [_verdicts(doc) for doc in docs]
+    labels = [_labels(doc) for doc in docs]
     for family, feature in feature_rows(docs):
         tier = next((v[(family, feature)].get("tier", "contract") for v in by_peer
                      if (family, feature) in v), "contract")
         cells = []
-        for name, verdicts in zip(names, by_peer, strict=True):
-            record = verdicts.get((family, feature))
-            if record is None:
+        for name, label in zip(names, labels, strict=True):
+            shown = label.get((family, feature))
+            if shown is None:
                 cells.append("—")
-            elif record["verdict"] == "PASS":
+            elif shown == "PASS":
                 cells.append("PASS")
             else:
-                cells.append(f"[{record['verdict']}]({name}.md#{anchor(family, feature)})")
+                cells.append(f"[{shown}]({name}.md#{anchor(family, feature)})")
         lines.append(f"| {family} | {feature} | {tier} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -171,25 +188,34 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
              "Contract FAILs each cite the public contract (spec section or real recording) the "
              "server breaks; extension FAILs judge mlxcel's own features and count only where "
              "the profile claims them.", "",
-             "A distinct defect is one thing the server does wrong: its FAILs grouped by check "
-             "and cause (several features may fail for one defect; each peer's page lists every "
-             "defect once, with the features it fails).", "",
+             "A distinct defect is one thing the server does wrong: its FAILs grouped by root "
+             "cause across routes and forms. Each defect is one FAIL row (counted here, per "
+             "tier), at the feature that first showed it; a feature that saw only defects "
+             "counted elsewhere is a `repeat` (each peer's page lists every defect once, with "
+             "the features it fails).", "",
+             "LENIENT rows are requests the public API calls invalid that the server accepted; "
+             "INCONCLUSIVE rows are checks its answer could not decide: neither is a FAIL "
+             "([verdicts](verdicts.md)).", "",
              "| server | profile | contract FAIL | contract PASS | extension FAIL | "
-             "extension PASS | UNSUPPORTED | FAILs citing a source | distinct defects |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "extension PASS | UNSUPPORTED | LENIENT | INCONCLUSIVE | FAILs citing a source | "
+             "distinct defects |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for doc in docs:
         tiers = tier_counts(doc)
         contract, extension = tiers.get("contract", {}), tiers.get("extension", {})
-        unsupported = contract.get("UNSUPPORTED", 0) + extension.get("UNSUPPORTED", 0)
-        fails = [r for r in doc["records"] if r["verdict"] == "FAIL"]
-        cited = sum(1 for r in fails if (r.get("evidence") or {}).get("source"))
-        found = len(distinct(doc["records"]))
+        unsupported, lenient, inconclusive = (contract.get(v, 0) + extension.get(v, 0)
+                                              for v in ("UNSUPPORTED", "LENIENT", "INCONCLUSIVE"))
+        rows = Report.from_dict(doc).fail_rows()  # one FAIL row per defect
+        found = distinct(doc["records"])
+        cited = sum(1 for defect in found if defect.source)
         # a page lists its defects (and has the anchor) only when there are some
-        defects = f"[{found}]({doc['peer']['name']}.md#distinct-defects)" if found else "0"
+        defects = (f"[{len(found)}]({doc['peer']['name']}.md#distinct-defects)" if found
+                   else "0")
         lines.append(
-            f"| {doc['peer']['name']} | `{doc['profile']}` | {contract.get('FAIL', 0)} | "
-            f"{contract.get('PASS', 0)} | {extension.get('FAIL', 0)} | "
-            f"{extension.get('PASS', 0)} | {unsupported} | {cited} of {len(fails)} | "
+            f"| {doc['peer']['name']} | `{doc['profile']}` | {rows['contract']} | "
+            f"{contract.get('PASS', 0)} | {rows['extension']} | "
+            f"{extension.get('PASS', 0)} | {unsupported} | {lenient} | "
+            f"{inconclusive} | {cited} of {len(found)} | "
             f"{defects} |")
     return lines
 
@@ -202,18 +228,18 @@ def index_html(docs: list[dict[str, Any]]) -> str:
         f"<td><code>{esc(doc['summary']['line'])}</code></td></tr>"
         for doc in docs
     )
-    by_peer = [_verdicts(doc) for doc in docs]
+    labels = [_labels(doc) for doc in docs]
     rows = []
     for family, feature in feature_rows(docs):
         cells = []
-        for name, verdicts in zip(names, by_peer, strict=True):
-            record = verdicts.get((family, feature))
-            if record is None:
+        for name, label in zip(names, labels, strict=True):
+            shown = label.get((family, feature))
+            if shown is None:
                 cells.append("<td>—</td>")
                 continue
-            verdict = esc(record["verdict"])
+            css = "repeat" if shown.startswith("repeat") else esc(shown)
             href = f"{esc(name)}.html#{anchor(family, feature)}"
-            cells.append(f"<td class=\"v {verdict}\"><a href=\"{href}\">{verdict}</a></td>")
+            cells.append(f"<td class=\"v {css}\"><a href=\"{href}\">{esc(shown)}</a></td>")
         rows.append(f"<tr><td>{esc(family)}</td><td>{esc(feature)}</td>{''.join(cells)}</tr>")
     body = (
         "<table id=\"servers\"><tr><th>server</th><th>version</th><th>summary</th></tr>"

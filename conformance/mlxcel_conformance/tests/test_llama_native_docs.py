@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from mlxcel_conformance.checks.health_answers import judge_health_alias
 from mlxcel_conformance.checks.llama_native import (
     check_native_completion_body,
     check_native_stream_sequence,
@@ -56,12 +57,10 @@ def _tokens(client: SuiteClient, text: str) -> list[int]:
 @pytest.mark.conformance(family=FAMILY, feature="native.aliases")
 def test_route_aliases_answer_like_their_routes(client: SuiteClient) -> None:
     """README: "/v1/health also works", GET /models, POST /completions (the /completion
-    shape); llama-server also serves POST /chat/completions beside /v1/chat/completions."""
-    health = client.get("/v1/health")
-    expect_status(health, 200)
-    if json_body(health).get("status") != "ok":
-        fail("native_aliases", 'GET /v1/health must answer {"status": "ok"}',
-             body=json_body(health))
+    shape); llama-server also serves POST /chat/completions beside /v1/chat/completions. A busy
+    server's /v1/health may answer its documented 503 while /health does too
+    (checks/health_answers.py): another client filling the slots is no defect of the alias."""
+    judge_health_alias(client.get)
     models = client.get("/models")
     expect_status(models, 200)
     if not isinstance(json_body(models).get("data"), list):
