@@ -16,7 +16,7 @@ from .api.auth import ApiKeyMiddleware
 from .api.guard import GuardSettings, RequestGuard
 from .api.handlers import install_error_handlers
 from .api.state import AppState
-from .audio.gate import AudioOnlyGate
+from .families.audio.gate import AudioOnlyGate
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
 from .error_shapes import register as register_error_shape

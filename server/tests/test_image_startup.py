@@ -1,6 +1,6 @@
 """``--image-model`` at startup: a path that is no Z-Image checkpoint is refused before anything
 loads, a checkpoint that does not load stops the server with its reason, and the flags reach the
-config. The checkpoint's configs size each part (``mlxcel.images.checkpoint``)."""
+config. The checkpoint's configs size each part (``mlxcel.families.images.checkpoint``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.cli import build_parser, config_from_args, main
 from mlxcel.config import ServerConfig
-from mlxcel.images.checkpoint import ImageCheckpointError, read_checkpoint
+from mlxcel.families.images.checkpoint import ImageCheckpointError, read_checkpoint
 from mlxcel_conformance.target import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,8 +139,8 @@ def test_a_sized_vae_has_the_layout_of_mflux_own() -> None:
     from mflux.models.z_image.model.z_image_vae.vae import VAE
     from mlx.utils import tree_flatten
 
-    from mlxcel.images.checkpoint import VaeSizes
-    from mlxcel.images.zimage import _sized_vae
+    from mlxcel.families.images.checkpoint import VaeSizes
+    from mlxcel.families.images.zimage import _sized_vae
 
     def shapes(module: Any) -> dict[str, tuple[int, ...]]:
         return {k: tuple(v.shape) for k, v in tree_flatten(module.parameters())}

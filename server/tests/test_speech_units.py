@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mlxcel.audio.checkpoints import checkpoint_problem, kind_of, load_audio_model
-from mlxcel.audio.encoding import FORMATS, pcm16, supported_formats
-from mlxcel.audio.g2p import (
+from mlxcel.families.audio.checkpoints import checkpoint_problem, kind_of, load_audio_model
+from mlxcel.families.audio.encoding import FORMATS, pcm16, supported_formats
+from mlxcel.families.audio.g2p import (
     LANGUAGES,
     MAX_CHUNK,
     Phonemizer,

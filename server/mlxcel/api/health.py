@@ -9,8 +9,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from ..audio.service import AudioService, audio_service
-from ..images.service import ImageService, image_service
+from ..families.audio.audio_service import AudioService, audio_service
+from ..families.images.image_service import ImageService, image_service
 from .state import AppState, app_state
 
 router = APIRouter()

@@ -18,7 +18,7 @@ from .guard import Admission
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from ..embedding.service import EncoderService
+    from ..families.embeddings.encoder_service import EncoderService
     from ..single_worker import SingleWorker
 
 FINGERPRINT = f"fp_mlxcel_{__version__.replace('.', '_')}"

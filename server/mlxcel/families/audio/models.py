@@ -16,7 +16,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.datastructures import FormData, UploadFile
 
-from ...audio.whisper import Task
+from .whisper import Task
 from ...errors import InvalidRequestError
 
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")

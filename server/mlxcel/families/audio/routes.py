@@ -21,10 +21,10 @@ from fastapi.responses import Response
 from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from ...audio.checkpoints import KINDS, AudioModel, kind_serving
-from ...audio.service import STATE_ATTR, AudioService, audio_service, start_audio_service
-from ...audio.wav import decode_wav, duration_seconds
-from ...audio.whisper import Task, WhisperModel
+from .checkpoints import KINDS, AudioModel, kind_serving
+from .audio_service import STATE_ATTR, AudioService, audio_service, start_audio_service
+from .wav import decode_wav, duration_seconds
+from .whisper import Task, WhisperModel
 from ...errors import InvalidRequestError, NotImplementedRoute, RequestTooLarge
 from ...single_worker import worker_lifespan
 from .models import parse_audio_form, render_audio

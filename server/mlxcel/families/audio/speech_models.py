@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
-from ...audio.encoding import FORMATS, UNSUPPORTED, supported_formats
-from ...audio.kokoro import Speech
+from .encoding import FORMATS, UNSUPPORTED, supported_formats
+from .kokoro import Speech
 from ...errors import InvalidRequestError
 from ...protocol.body import parse_body
 from ...sse import data_event, sse_response

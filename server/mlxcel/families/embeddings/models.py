@@ -9,8 +9,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...embedding.model import EncoderModel
-from ...embedding.pooling import Pooling, normalize, pool
+from .encoder_model import EncoderModel
+from .pooling import Pooling, normalize, pool
 from ...errors import ContextLengthExceeded, InvalidRequestError
 from ...protocol.field_limits import Identifier
 from ...protocol.types import Int, Omittable

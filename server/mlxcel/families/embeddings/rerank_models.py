@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...embedding.model import EncoderModel
+from .encoder_model import EncoderModel
 from ...errors import ContextLengthExceeded, InvalidRequestError
 from ...protocol.types import Int, Omittable
 

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 
 from ...api.offload import json_response, off_loop, parse_request
 from ...api.state import AppState
-from ...embedding.service import EncoderService, encoder_service
+from .encoder_service import EncoderService, encoder_service
 from ...errors import InvalidRequestError
 from .models import (
     EmbeddingsRequest,

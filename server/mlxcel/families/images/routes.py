@@ -23,8 +23,8 @@ from PIL import Image
 from ...api.offload import off_loop
 from ...api.state import app_state
 from ...errors import NotImplementedRoute
-from ...images.service import STATE_ATTR, ImageService, image_service, start_image_service
-from ...images.zimage import ZImageModel
+from .image_service import STATE_ATTR, ImageService, image_service, start_image_service
+from .zimage import ZImageModel
 from ...media.decode import decode_image
 from ...media.policy import MediaPolicy
 from ...media.sources import read_media

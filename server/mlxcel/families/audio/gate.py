@@ -14,8 +14,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..error_shapes import render_error
-from ..errors import NotImplementedRoute
+from ...error_shapes import render_error
+from ...errors import NotImplementedRoute
 from .checkpoints import KINDS, AudioKind
 
 # The server's own routes that answer without a text model.

@@ -17,10 +17,10 @@ from typing import TypeVar
 
 from fastapi import Request
 
-from ..config import ServerConfig
-from ..errors import NotImplementedRoute, ServerBusy
-from ..startup import installed
-from .model import EncoderModel, load_encoder
+from ...config import ServerConfig
+from ...errors import NotImplementedRoute, ServerBusy
+from ...startup import installed
+from .encoder_model import EncoderModel, load_encoder
 
 log = logging.getLogger("mlxcel.embedding")
 T = TypeVar("T")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from ..config import ServerConfig
-from ..single_worker import SingleWorker, WorkerName, app_worker
+from ...config import ServerConfig
+from ...single_worker import SingleWorker, WorkerName, app_worker
 from .checkpoints import AudioModel, load_audio_model
 
 AudioService = SingleWorker[AudioModel]
