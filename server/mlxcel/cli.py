@@ -18,7 +18,7 @@ from .limits import RequestLimits
 from .media.policy import MediaPolicy, policy_from_settings
 from .memory import keep_freed_memory, limit_malloc_arenas
 from .settings.catalog import OPTIONS
-from .settings.derive import values
+from .settings.derive import sections, values
 from .settings.parser import build
 from .startup import (
     StartupError,
@@ -127,6 +127,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         chat_template_kwargs=template_kwargs,
         defaults=GenerationDefaults(**values(args, "defaults")),
         limits=request_limits(args),
+        sections=sections(args),
     )
     return ServerConfig(**server)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from .. import Family
 from . import rerank, routes
+from .encoder_config import SECTION, EncoderConfig
 from .errors import EMBEDDINGS_ERROR_SHAPE
 
-FAMILY = Family(routers=(routes.router, rerank.router), error_shape=EMBEDDINGS_ERROR_SHAPE)
+FAMILY = Family(routers=(routes.router, rerank.router), error_shape=EMBEDDINGS_ERROR_SHAPE,
+                settings={SECTION: EncoderConfig})
