@@ -21,7 +21,7 @@ PLANTS = {
     "engine-below-http": ("mlxcel/engine/_planted.py",
                           "from mlxcel.families.openai_chat import routes"),
     "chat-structured-below-http": ("mlxcel/structured/_planted.py",
-                                   "from mlxcel.families.llama import models"),
+                                   "from mlxcel.families.llama import native_completion"),
     "suite-alone": ("mlxcel_conformance/_planted.py", "from mlxcel.bundled import DEFAULT_FIXTURE"),
     "chat-structured-above-engine": ("mlxcel/chat/_planted.py", "from mlxcel.engine import stops"),
     "generation-neutral": ("mlxcel/generation/_planted.py", "import fastapi"),

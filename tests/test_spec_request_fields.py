@@ -22,12 +22,12 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from mlxcel.families.anthropic.models import CountTokensRequest, MessagesRequest
-from mlxcel.families.completions.models import CompletionRequest
-from mlxcel.families.embeddings.models import EmbeddingsRequest, NativeEmbeddingRequest
+from mlxcel.families.completions.completions_request import CompletionRequest
+from mlxcel.families.embeddings.embeddings_request import EmbeddingsRequest, NativeEmbeddingRequest
 from mlxcel.families.embeddings.rerank_models import RerankRequest
-from mlxcel.families.images.models import ImageEditRequest, ImageRequest
+from mlxcel.families.images.image_request import ImageEditRequest, ImageRequest
 from mlxcel.families.llama.infill import InfillFields
-from mlxcel.families.llama.models import NativeCompletionRequest
+from mlxcel.families.llama.native_completion import NativeCompletionRequest
 from mlxcel.families.llama.tokenize import DetokenizeRequest, TokenizeRequest
 from mlxcel.families.openai_chat.models import ChatCompletionRequest
 from mlxcel.families.responses.compact_routes import CompactRequest

@@ -20,7 +20,7 @@ from mlxcel.engine.dry import (
 )
 from mlxcel.engine.model import LoadedModel
 from mlxcel.engine.penalties import build_logits_processors
-from mlxcel.families.llama.models import NativeCompletionRequest, native_sampling
+from mlxcel.families.llama.native_completion import NativeCompletionRequest, native_sampling
 from mlxcel.generation import SamplingParams
 from mlxcel.protocol.sampling_fields import OpenAISamplingFields
 

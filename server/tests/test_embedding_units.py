@@ -7,8 +7,8 @@ import pytest
 
 from mlxcel.bundled import bundled_model_path
 from mlxcel.errors import ContextLengthExceeded, InvalidRequestError
+from mlxcel.families.embeddings.embeddings_request import embed, input_token_lists
 from mlxcel.families.embeddings.encoder_model import EncoderModel, load_encoder
-from mlxcel.families.embeddings.models import embed, input_token_lists
 from mlxcel.families.embeddings.pooling import normalize, pool
 from mlxcel.families.embeddings.rerank_models import RerankRequest, ranked, rerank_body
 

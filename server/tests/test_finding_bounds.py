@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
-from mlxcel.families.llama import models as native
+from mlxcel.families.llama import native_completion as native
 from mlxcel.families.responses.response_store import StoredResponse
 from mlxcel.families.responses.store_config import StoreConfig
 from mlxcel.families.responses.store_service import make_stores

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect
+from ...api.engine_stream import collect
 from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from ...api.generation import stream_events
+from ...api.engine_stream import stream_events
 from ...chat.reasoning_tokens import ReasoningTokenCount
 from ...engine.handle import RequestHandle
 from ...generation import Finished

@@ -25,7 +25,7 @@ from ...errors import InvalidRequestError, NotImplementedRoute, RequestTooLarge
 from ...single_worker import worker_lifespan
 from .audio_service import PART, AudioService, audio_service, start_audio_service
 from .checkpoints import KINDS, AudioModel, kind_serving
-from .models import parse_audio_form, render_audio
+from .transcription_form import parse_audio_form, render_audio
 from .wav import decode_wav, duration_seconds
 from .whisper import Task, WhisperModel
 

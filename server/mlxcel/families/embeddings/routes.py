@@ -16,8 +16,7 @@ from fastapi.responses import Response
 from ...api.offload import json_response, off_loop, parse_request
 from ...api.state import AppState
 from ...errors import InvalidRequestError
-from .encoder_service import PART, EncoderService, encoder_service
-from .models import (
+from .embeddings_request import (
     EmbeddingsRequest,
     NativeEmbeddingRequest,
     embed,
@@ -25,6 +24,7 @@ from .models import (
     native_embeddings_body,
     openai_embeddings_body,
 )
+from .encoder_service import PART, EncoderService, encoder_service
 
 
 @asynccontextmanager

@@ -28,8 +28,7 @@ from ...media.policy import MediaPolicy
 from ...media.sources import read_media
 from ...protocol.body import parse_json_object, require_json_media_type, validate_model
 from ...single_worker import worker_lifespan
-from .image_service import PART, ImageService, image_service, start_image_service
-from .models import (
+from .image_request import (
     ImageEditRequest,
     ImageJob,
     ImageRequest,
@@ -41,6 +40,7 @@ from .models import (
     refuse_undeliverable,
     render_images,
 )
+from .image_service import PART, ImageService, image_service, start_image_service
 from .zimage import ZImageModel
 
 log = logging.getLogger("mlxcel.images")

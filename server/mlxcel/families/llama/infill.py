@@ -20,7 +20,7 @@ from ...engine.model import LoadedModel
 from ...errors import NotSupported
 from ...generation import GenerationRequest
 from ...protocol.body import parse_json_object, validate_model
-from .models import NativeCompletionRequest, to_generation_requests
+from .native_completion import NativeCompletionRequest, to_generation_requests
 from .routes import run_native
 
 router = APIRouter()

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ...api.generation import server_stop_error, watched_events
+from ...api.engine_stream import server_stop_error, watched_events
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import AppState, app_state
@@ -19,7 +19,7 @@ from ...engine.handle import RequestHandle
 from ...generation import Finished, PromptProgress
 from ...sse import data_event, sse_response
 from .errors import LLAMA_ERROR_SHAPE
-from .models import (
+from .native_completion import (
     NativeCompletionRequest,
     NativeRun,
     check_logprob_entries,

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect, server_stop_error, stream_batches_with_progress
+from ...api.engine_stream import collect, server_stop_error, stream_batches_with_progress
 from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
-from ...api.generation import collect
+from ...api.engine_stream import collect
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import AppState, app_state

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from ...api.generation import stream_events
+from ...api.engine_stream import stream_events
 from ...api.offload import off_loop
 from ...engine.handle import RequestHandle
 from ...engine.model import LoadedModel
