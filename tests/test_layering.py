@@ -27,8 +27,10 @@ PLANTS = {
     "generation-neutral": ("mlxcel/generation/_planted.py", "import fastapi"),
     "families-independent": ("mlxcel/families/completions/_planted.py",
                              "from mlxcel.families.openai_chat import models"),
-    "shared-below-families": ("mlxcel/audio/_planted.py",
+    "shared-below-families": ("mlxcel/settings/_planted.py",
                               "from mlxcel.families.audio import routes"),
+    "families-below-app": ("mlxcel/families/images/_planted.py",
+                           "from mlxcel.app import create_app"),
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import pkgutil
 from pathlib import Path
 from typing import Any
 
@@ -310,3 +311,17 @@ def test_a_store_path_naming_a_directory_is_refused_before_startup(
     assert build_parser(environ={}).parse_args(["--store-path", file]).store_path == file
     assert build_parser(environ={}).parse_args(["--store-path", ":memory:"]).store_path == \
         ":memory:"
+
+
+def test_no_shared_config_field_or_service_names_a_family() -> None:
+    """What one family reads is its own section; ``Services`` holds families' parts by name."""
+    from mlxcel import families
+    from mlxcel.api.state import AppState, Services
+
+    names = {info.name for info in pkgutil.iter_modules(families.__path__)}
+    words = names | {name.removesuffix("s") for name in names}
+    shared = [f.name for cls in (ServerConfig, Services, AppState)
+              for f in dataclasses.fields(cls)]
+    named = [field for field in shared if set(field.split("_")) & words or field in words]
+    assert named == []
+    assert {"audio", "images", "embeddings", "responses"} <= names  # the words are real
