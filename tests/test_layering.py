@@ -26,7 +26,7 @@ PLANTS = {
     "chat-structured-above-engine": ("mlxcel/chat/_planted.py", "from mlxcel.engine import stops"),
     "generation-neutral": ("mlxcel/generation/_planted.py", "import fastapi"),
     "families-independent": ("mlxcel/families/completions/_planted.py",
-                             "from mlxcel.families.openai_chat import models"),
+                             "from mlxcel.families.openai_chat import chat_request"),
     "shared-below-families": ("mlxcel/settings/_planted.py",
                               "from mlxcel.families.audio import routes"),
     "families-below-app": ("mlxcel/families/images/_planted.py",

@@ -18,7 +18,7 @@ from mlxcel.engine.dry import (
     dry_penalties,
     repeat_lengths,
 )
-from mlxcel.engine.model import LoadedModel
+from mlxcel.engine.loaded_model import LoadedModel
 from mlxcel.engine.penalties import build_logits_processors
 from mlxcel.families.llama.native_completion import NativeCompletionRequest, native_sampling
 from mlxcel.generation import SamplingParams

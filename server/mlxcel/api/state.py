@@ -11,7 +11,7 @@ from fastapi import Request
 
 from .. import __version__
 from ..config import ServerConfig
-from ..engine.model import LoadedModel
+from ..engine.loaded_model import LoadedModel
 from ..engine.worker import Engine
 from .guard import Admission
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessorFactory
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from ..structured.response_format import is_constraining, response_format_factories
 from .forced_choice import forced_call_factories
 from .tool_calls import tool_format_of

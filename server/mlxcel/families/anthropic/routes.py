@@ -17,7 +17,7 @@ from ...chat.reasoning_tokens import thinking_tokens
 from ...chat.template import render_chat_prompt
 from ...sse import sse_response
 from .errors import ANTHROPIC_ERROR_SHAPE
-from .models import (
+from .messages_wire import (
     CountTokensRequest,
     MessagesRequest,
     chat_tools,

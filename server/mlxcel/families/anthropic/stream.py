@@ -12,7 +12,7 @@ from ...engine.handle import RequestHandle
 from ...generation import Finished
 from ...sse import named_event
 from .events import AnthropicEventEncoder
-from .models import delta_usage_of, new_tool_use_id, stop_reason
+from .messages_wire import delta_usage_of, new_tool_use_id, stop_reason
 from .pieces import AnthropicPieceEncoder
 from .turn import MessagesTurn
 

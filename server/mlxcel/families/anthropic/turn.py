@@ -12,9 +12,9 @@ from ...chat.output import OutputSetup, ParsedOutput, output_setup
 from ...chat.template import render_chat
 from ...chat.thinking_budget import budget_factory
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...generation import GenerationRequest
-from .models import (
+from .messages_wire import (
     DIRECT_CALLER,
     MessagesRequest,
     chat_tools,

@@ -14,7 +14,7 @@ from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import FINGERPRINT, app_state
 from ...engine.handle import RequestHandle
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...generation import Finished
 from ...protocol.mlx_lm_fields import check_model_fields
 from ...protocol.timings import TimingsClock, request_timings

@@ -23,7 +23,7 @@ from ...chat.thinking_budget import ALIASES as BUDGET_ALIASES
 from ...chat.thinking_budget import raw_prompt_factories, requested_budget
 from ...config import GenerationDefaults
 from ...engine.dry import DEFAULT_STRING_BREAKERS, BreakerSequence, breakers_from_strings
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import (
     EngineEvent,

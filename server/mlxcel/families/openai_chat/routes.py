@@ -27,7 +27,7 @@ from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
 from ...protocol.timings import TimingsClock, request_timings
 from ...sse import data_event, sse_response
-from .models import ChatCompletionRequest, ChatSetup, to_chat_setup
+from .chat_request import ChatCompletionRequest, ChatSetup, to_chat_setup
 from .render import (
     ChatChunkEncoder,
     ChatOutput,

@@ -21,7 +21,7 @@ from ...api.priority import request_priority
 from ...api.state import AppState, app_state
 from ...chat.output import output_setup, read_output
 from ...chat.template import render_chat, render_chat_prompt
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import ContextLengthExceeded, InvalidRequestError
 from ...protocol.types import Int, Omittable
 from .compaction import (
@@ -37,7 +37,7 @@ from .compaction import (
     transcript,
 )
 from .input import input_messages
-from .models import ResponsesRequest, chat_tools, new_id, usage_body
+from .responses_wire import ResponsesRequest, chat_tools, new_id, usage_body
 from .turn import PreparedTurn
 
 router = APIRouter()

@@ -18,13 +18,13 @@ from ...chat.output import read_output
 from ...errors import InvalidRequestError, NotFoundError
 from ...sse import sse_response
 from .compact_routes import apply_context_management, compaction_threshold
-from .models import (
+from .response_store import StoredResponse
+from .responses_wire import (
     ResponsesRequest,
     finish_body,
     output_items,
     response_body,
 )
-from .response_store import StoredResponse
 from .store_service import ResponsesStores, store_lifespan, stores_of
 from .stream import stream_response
 from .turn import generation_request, prepare, remember

@@ -14,13 +14,13 @@ import anyio
 from ...api.engine_stream import stream_events
 from ...api.offload import off_loop
 from ...engine.handle import RequestHandle
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...generation import Finished
 from ...sse import named_event
 from .compact_routes import Compacted
 from .events import ResponsesEventEncoder
-from .models import finish_body
 from .pieces import ResponsesPieceEncoder
+from .responses_wire import finish_body
 from .store_service import ResponsesStores, log
 from .turn import PreparedTurn, remember
 

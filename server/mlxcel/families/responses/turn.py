@@ -12,11 +12,12 @@ from ...chat.output import OutputSetup, output_setup
 from ...chat.template import render_chat
 from ...chat.thinking_budget import budget_factory
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import GenerationRequest, LogitsProcessorFactory, VisionInputs
 from .input import input_messages, output_messages
-from .models import (
+from .response_store import StoredResponse
+from .responses_wire import (
     ResponsesRequest,
     chat_tool_choice,
     chat_tools,
@@ -24,7 +25,6 @@ from .models import (
     new_id,
     response_format_of,
 )
-from .response_store import StoredResponse
 from .store_service import ResponsesStores
 
 

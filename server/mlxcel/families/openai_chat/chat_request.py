@@ -27,7 +27,7 @@ from ...chat.tool_calls import tool_format_of
 from ...chat.tool_choice import ToolPlan, place_instruction, plan_tools
 from ...chat.tool_formats.base import ToolFormat
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, LogitsProcessorFactory
 from ...protocol.completion_fields import new_id
