@@ -9,7 +9,7 @@ token at 8,000 tokens as at 500, and little next to a decode step).
 
 The tokens are a mixed text (prose, code, accents, CJK, emoji) encoded and repeated to N tokens.
 Decoding goes straight to the ``tokenizers`` backend (``decode(ids, skip_special_tokens=False)``),
-as ``engine/model.py`` does for a tokenizer with no space clean-up. Reported per token: CPU
+as ``engine/loaded_model.py`` does for a tokenizer with no space clean-up. Reported per token: CPU
 microseconds (``time.process_time``, best of ``--repeats``) of the detokenizer alone, of the stop
 matcher alone (three stop strings) and of both, and the decode calls made per token.
 """
@@ -106,8 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gguf", help="a GGUF file whose tokenizer to use instead of the fixture's")
     ap.add_argument("--transformers", action="store_true",
-                    help="decode through transformers' tokenizer (what engine/model.py uses for "
-                         "a tokenizer that cleans up spaces) instead of the backend")
+                    help="decode through transformers' tokenizer (what engine/loaded_model.py "
+                         "uses for a tokenizer that cleans up spaces) instead of the backend")
     ap.add_argument("--tokens", default="500,8000")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)

@@ -21,14 +21,16 @@ PLANTS = {
     "engine-below-http": ("mlxcel/engine/_planted.py",
                           "from mlxcel.families.openai_chat import routes"),
     "chat-structured-below-http": ("mlxcel/structured/_planted.py",
-                                   "from mlxcel.families.llama import models"),
+                                   "from mlxcel.families.llama import native_completion"),
     "suite-alone": ("mlxcel_conformance/_planted.py", "from mlxcel.bundled import DEFAULT_FIXTURE"),
     "chat-structured-above-engine": ("mlxcel/chat/_planted.py", "from mlxcel.engine import stops"),
     "generation-neutral": ("mlxcel/generation/_planted.py", "import fastapi"),
     "families-independent": ("mlxcel/families/completions/_planted.py",
-                             "from mlxcel.families.openai_chat import models"),
-    "shared-below-families": ("mlxcel/audio/_planted.py",
+                             "from mlxcel.families.openai_chat import chat_request"),
+    "shared-below-families": ("mlxcel/settings/_planted.py",
                               "from mlxcel.families.audio import routes"),
+    "families-below-app": ("mlxcel/families/images/_planted.py",
+                           "from mlxcel.app import create_app"),
 }
 
 

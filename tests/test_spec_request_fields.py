@@ -21,17 +21,17 @@ import pytest
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
-from mlxcel.families.anthropic.models import CountTokensRequest, MessagesRequest
-from mlxcel.families.completions.models import CompletionRequest
-from mlxcel.families.embeddings.models import EmbeddingsRequest, NativeEmbeddingRequest
+from mlxcel.families.anthropic.messages_wire import CountTokensRequest, MessagesRequest
+from mlxcel.families.completions.completions_request import CompletionRequest
+from mlxcel.families.embeddings.embeddings_request import EmbeddingsRequest, NativeEmbeddingRequest
 from mlxcel.families.embeddings.rerank_models import RerankRequest
-from mlxcel.families.images.models import ImageEditRequest, ImageRequest
+from mlxcel.families.images.image_request import ImageEditRequest, ImageRequest
 from mlxcel.families.llama.infill import InfillFields
-from mlxcel.families.llama.models import NativeCompletionRequest
+from mlxcel.families.llama.native_completion import NativeCompletionRequest
 from mlxcel.families.llama.tokenize import DetokenizeRequest, TokenizeRequest
-from mlxcel.families.openai_chat.models import ChatCompletionRequest
+from mlxcel.families.openai_chat.chat_request import ChatCompletionRequest
 from mlxcel.families.responses.compact_routes import CompactRequest
-from mlxcel.families.responses.models import ResponsesRequest
+from mlxcel.families.responses.responses_wire import ResponsesRequest
 from mlxcel.protocol.types import NOT_NULL, Omittable
 from mlxcel_conformance import spec
 
@@ -279,7 +279,7 @@ def test_the_type_reading_itself() -> None:
 def test_the_spec_lists_the_fields_messages_refuses() -> None:
     """``/v1/messages`` refuses the OpenAI-side fields (families/anthropic/foreign_fields.py):
     the spec names exactly those as ``NotAMessagesField``, so a client reading it knows."""
-    from mlxcel.families.anthropic.models import FOREIGN_FIELDS
+    from mlxcel.families.anthropic.messages_wire import FOREIGN_FIELDS
 
     properties = _resolve(_request_schema("/v1/messages"))["properties"]
     listed = {name for name, definition in properties.items()

@@ -15,8 +15,8 @@ from . import __version__, api, limits
 from .api.auth import ApiKeyMiddleware
 from .api.guard import GuardSettings, RequestGuard
 from .api.handlers import install_error_handlers
-from .api.state import AppState
-from .audio.gate import AudioOnlyGate
+from .api.sole_model_gate import SoleModelGate
+from .api.state import AppState, SoleModel
 from .chat.turn import TurnSettings
 from .config import ServerConfig
 from .engine.worker import Engine, EngineConfig
@@ -47,20 +47,33 @@ def mount_families() -> list[Family]:
     return found
 
 
+def sole_model(families: list[Family], config: ServerConfig) -> SoleModel | None:
+    """The one family's model the config runs alone, with no text model; None: the text
+    model."""
+    found = [model for family in families if family.sole_model is not None
+             and (model := family.sole_model(config)) is not None]
+    if len(found) > 1:
+        raise ValueError("two families ask to run their model alone")
+    return found[0] if found else None
+
+
 def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
-    """Build the app; the engine (and the model load) starts with the app's lifespan."""
+    """Build the app; the engine (and the model load) starts with the app's lifespan, unless a
+    family runs its model alone (the audio-only server loads no text model at all)."""
     engine = engine or Engine(EngineConfig(model=config.model, ctx_size=config.ctx_size,
                                            parallel=config.parallel))
     limits.install(config.limits)
     # --chat-template on the model as it loads: every route that renders or counts sees it.
     engine.when_loaded(TurnSettings.of(config).install)
+    families = mount_families()
+    state = AppState(config=config, engine=engine, sole_model=sole_model(families, config),
+                     health_parts=[f.health for f in families if f.health is not None])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         install_accept_error_limiter(asyncio.get_running_loop())
         trimmer = asyncio.create_task(trim_after_large_bodies())
-        # An audio-only server (--audio-model) loads no text model at all.
-        if engine.state == "loading" and not engine.started and not config.audio_model:
+        if engine.state == "loading" and not engine.started and state.sole_model is None:
             engine.start()
         try:
             yield
@@ -81,19 +94,16 @@ def create_app(config: ServerConfig, engine: Engine | None = None) -> FastAPI:
         openapi_url=None,
         lifespan=lifespan,
     )
-    state = AppState(config=config, engine=engine)
     if config.metrics or config.metrics_port:
         state.services.metrics = engine_registry(engine)
     app.state.mlxcel = state
-    families = mount_families()
     for router in server_routers() + [r for family in families for r in family.routers]:
         app.include_router(router)
     install_error_handlers(app)
-    if config.audio_model:
+    if state.sole_model is not None:
         served = frozenset().union(*(family.text_model_free for family in families))
         needs = {path: need for family in families for path, need in family.needs.items()}
-        app.add_middleware(AudioOnlyGate, model_name=state.model_name, served=served,
-                           needs=needs)
+        app.add_middleware(SoleModelGate, state=state, served=served, needs=needs)
     if config.metrics_port:  # inside the key check: a 404 there needs the key, as before
         app.add_middleware(MetricsPortGate, port=config.metrics_port)
     if config.api_key:

@@ -18,7 +18,7 @@ from .limits import RequestLimits
 from .media.policy import MediaPolicy, policy_from_settings
 from .memory import keep_freed_memory, limit_malloc_arenas
 from .settings.catalog import OPTIONS
-from .settings.derive import values
+from .settings.derive import sections, values
 from .settings.parser import build
 from .startup import (
     StartupError,
@@ -60,8 +60,8 @@ def media_policy(args: argparse.Namespace) -> MediaPolicy:
 def _check_image_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """A missing backend or a directory that is no Z-Image checkpoint stops the server here,
     before anything loads; what only loading can tell stops it at startup."""
-    from .images.checkpoint import ImageCheckpointError, check_layout
-    from .images.zimage import ImageBackendMissing, require_mflux
+    from .families.images.checkpoint import ImageCheckpointError, check_layout
+    from .families.images.zimage import ImageBackendMissing, require_mflux
 
     if args.image_max_queue < 0 or args.image_timeout <= 0:
         parser.error("--image-max-queue must be >= 0 and --image-timeout > 0")
@@ -103,7 +103,7 @@ def _refuse_unavailable_backends(parser: argparse.ArgumentParser,
                          f"{', '.join(others)}")
         if args.audio_max_queue < 0 or args.audio_timeout <= 0:
             parser.error("--audio-max-queue must be >= 0 and --audio-timeout > 0")
-        from .audio.checkpoints import checkpoint_problem
+        from .families.audio.checkpoints import checkpoint_problem
 
         problem = checkpoint_problem(args.audio_model)
         if problem:
@@ -127,6 +127,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         chat_template_kwargs=template_kwargs,
         defaults=GenerationDefaults(**values(args, "defaults")),
         limits=request_limits(args),
+        sections=sections(args),
     )
     return ServerConfig(**server)
 

@@ -1,12 +1,14 @@
 """Server configuration: what the CLI (or a test) decides before the app starts.
 
 Each field's default is its setting's declared default (``settings/``); the CLI fills the
-fields from the parsed settings (``settings/derive.py``)."""
+fields from the parsed settings (``settings/derive.py``). What only one API family reads (its
+side model, its store) is that family's section, a dataclass the family owns."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .limits import RequestLimits
 from .settings.catalog import default_of
@@ -61,23 +63,6 @@ class ServerConfig:
     chat_template: str | None = None
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     prefill_assistant: bool = _s("prefill_assistant")
-    # Responses API stores (0 entries disables the store); None: the user's data directory.
-    store_path: str | None = _s("store_path")
-    responses_store_max_entries: int = _s("responses_store_max_entries")
-    responses_store_ttl_secs: int = _s("responses_store_ttl_secs")
-    conversation_store_max_entries: int = _s("conversation_store_max_entries")
-    conversation_store_ttl_secs: int = _s("conversation_store_ttl_secs")
-    embedding_model: str | None = _s("embedding_model")
-    rerank_model: str | None = _s("rerank_model")
-    pooling: str | None = _s("pooling")
-    # --audio-model: a Whisper checkpoint makes this an audio-only server (no text model).
-    audio_model: str | None = _s("audio_model")
-    audio_max_queue: int = _s("audio_max_queue")
-    audio_timeout_s: float = _s("audio_timeout_s")
-    # --image-model: a Z-Image checkpoint served beside the text model (None: the routes 501).
-    image_model: str | None = _s("image_model")
-    image_max_queue: int = _s("image_max_queue")
-    image_timeout_s: float = _s("image_timeout_s")
     # --adapter-dir: the only directory per-request ``adapters`` may name (None: refused).
     adapter_dir: str | None = _s("adapter_dir")
     draft_model: str | None = _s("draft_model")
@@ -90,5 +75,18 @@ class ServerConfig:
     max_connections: int = _s("max_connections")
     shutdown_grace_s: float = _s("shutdown_grace_s")
     timeout_keep_alive_s: float = _s("timeout_keep_alive_s")
-    # Bytes the Responses store may hold, as stored (least recently used evicted first).
-    responses_store_max_bytes: int = _s("responses_store_max_bytes")
+    # Each family's own settings, by the family's package name: its config dataclass, or the
+    # values the CLI parsed for it (``settings.derive.sections``); read with ``section``.
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+
+S = TypeVar("S")
+
+
+def section(config: ServerConfig, name: str, kind: type[S]) -> S:
+    """The settings section ``name`` of ``config`` as the family's dataclass ``kind``: as
+    given, built from the parsed values, or (absent) its defaults."""
+    given = config.sections.get(name)
+    if isinstance(given, kind):
+        return given
+    return kind(**(given or {}))

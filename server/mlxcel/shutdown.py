@@ -13,7 +13,7 @@ done, so the process dies of it rather than exiting 0. Here the first signal:
 3. then cancels what the engine still runs: each stream ends with its family's final event
    for a cancelled generation (a ``finish_reason``, Responses' ``response.incomplete``),
    and the OpenAI and llama.cpp streams then with an error event saying why
-   (api/generation.py ``server_stop_error``);
+   (api/engine_stream.py ``server_stop_error``);
 4. then lets uvicorn shut down: connections close, the app's lifespan shutdown runs (the
    engine stops, stores are flushed), and the process exits 0.
 

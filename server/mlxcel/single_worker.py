@@ -1,5 +1,6 @@
 """One model on a thread of its own, serving one request at a time (the audio and image
-workers), started by its router's lifespan and kept on ``app.state`` while the app runs.
+workers), started by its family router's lifespan and kept in the app's services while the app
+runs.
 
 Admission is decided on the event loop before any work is queued: with a request running and
 ``max_queue`` more waiting, the next one gets 503 ``server_busy`` at once. Each request has
@@ -16,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastapi import FastAPI, Request
 
@@ -93,39 +94,36 @@ class SingleWorker(Generic[M]):
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
-WorkerName = Literal["audio", "images"]  # the field of ``api.state.Services`` holding it
-
-
 def worker_lifespan(
-    attr: WorkerName, start: Callable[[ServerConfig], SingleWorker[M] | None],
+    part: str, start: Callable[[ServerConfig], SingleWorker[M] | None],
     loaded: Callable[[M], None],
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """A router lifespan for one worker: ``start(config)`` loads it at startup (None where the
-    server was not started with its model: nothing runs; a failed load raises, which stops the
-    server), ``loaded(model)`` announces it, and it is kept in the app's ``services.<attr>``
-    (read back with ``app_worker``) until shutdown closes it."""
+    """A router lifespan for one family's worker: ``start(config)`` loads it at startup (None
+    where the server was not started with its model: nothing runs; a failed load raises, which
+    stops the server), ``loaded(model)`` announces it, and it is kept in the app's
+    ``services.parts[part]`` (read back with ``app_worker``) until shutdown closes it."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = app.state.mlxcel.services
+        parts = app.state.mlxcel.services.parts
         worker = start(app.state.mlxcel.config)
         if worker is None:
             yield
             return
         loaded(worker.model)
-        setattr(services, attr, worker)
+        parts[part] = worker
         try:
             yield
         finally:
-            setattr(services, attr, None)
+            parts.pop(part, None)
             worker.close()
 
     return lifespan
 
 
-def app_worker(request: Request, attr: WorkerName) -> SingleWorker[Any] | None:
-    """The worker ``worker_lifespan`` keeps in ``services.<attr>``; None without one."""
-    worker: SingleWorker[Any] | None = getattr(request.app.state.mlxcel.services, attr)
+def app_worker(request: Request, part: str) -> SingleWorker[Any] | None:
+    """The worker ``worker_lifespan`` keeps in ``services.parts[part]``; None without one."""
+    worker: SingleWorker[Any] | None = request.app.state.mlxcel.services.parts.get(part)
     return worker
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlxcel.families.anthropic.models import tool_input
+from mlxcel.families.anthropic.messages_wire import tool_input
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ pytest.importorskip("mlx_whisper")
 
 from mlxcel.app import create_app  # noqa: E402
 from mlxcel.config import ServerConfig  # noqa: E402
+from mlxcel.families.audio.audio_config import AudioConfig
 
 from .audio_samples import error_of, noise, tone, wav_bytes  # noqa: E402
 
@@ -33,7 +34,8 @@ ONCE = {"temperature": "0.2"}
 
 
 def audio_app(**overrides: Any) -> TestClient:
-    config = ServerConfig(model=WHISPER, audio_model=WHISPER, **overrides)
+    audio = AudioConfig(model=WHISPER, **overrides)
+    config = ServerConfig(model=WHISPER, sections={"audio": audio})
     return TestClient(create_app(config))
 
 
@@ -213,7 +215,7 @@ def _long_request(client: TestClient, results: list[int]) -> threading.Thread:
 
 
 def test_a_full_queue_is_503() -> None:
-    with audio_app(audio_max_queue=0) as client:
+    with audio_app(max_queue=0) as client:
         results: list[int] = []
         thread = _long_request(client, results)
         deadline = time.monotonic() + 30
@@ -228,6 +230,6 @@ def test_a_full_queue_is_503() -> None:
 
 
 def test_a_request_past_its_timeout_is_504() -> None:
-    with audio_app(audio_timeout_s=0.05) as client:
+    with audio_app(timeout_s=0.05) as client:
         error = error_of(post(client, audio=wav_bytes(noise(45.0, seed=3))), 504)
         assert error["type"] == "timeout_error" and "--audio-timeout" in error["message"]

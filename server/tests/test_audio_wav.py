@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.io import wavfile
 
-from mlxcel.audio.wav import SAMPLE_RATE, decode_wav
 from mlxcel.errors import InvalidRequestError
+from mlxcel.families.audio.wav import SAMPLE_RATE, decode_wav
 
 from .audio_samples import tone, wav_bytes
 

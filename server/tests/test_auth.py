@@ -15,7 +15,7 @@ from mlxcel.api.auth import presented_key
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
-from mlxcel.families.llama.errors import LLAMA_NATIVE_PATHS
+from mlxcel.families.llama.errors import LLAMA_PATHS
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -85,7 +85,7 @@ def test_engine_is_not_started(app: FastAPI) -> None:
 def test_missing_key_is_401(client: TestClient, method: str, path: str) -> None:
     for headers in ({}, {"Authorization": ""}, {"Authorization": "Bearer "}):
         response = client.request(method, path, headers=headers)
-        if path in LLAMA_NATIVE_PATHS:  # llama-server's shape on its native routes
+        if path in LLAMA_PATHS:  # llama-server's shape on its native routes
             assert response.status_code == 401
             error = response.json()["error"]
             assert error == {"code": 401, "type": "authentication_error",

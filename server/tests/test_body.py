@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from mlxcel.errors import InvalidRequestError, RequestTooLarge
-from mlxcel.families.completions.models import CompletionRequest
+from mlxcel.families.completions.completions_request import CompletionRequest
 from mlxcel.protocol.body import parse_body, parse_json_object, validate_model
 from mlxcel.protocol.types import Int, Omittable
 

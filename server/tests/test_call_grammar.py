@@ -14,7 +14,7 @@ from llguidance import LLMatcher
 from mlxcel.chat.forced_bounds import bounded_tools
 from mlxcel.chat.forced_choice import marker_speller
 from mlxcel.chat.tool_calls import extract_tool_calls, tool_format_of
-from mlxcel.engine.model import LoadedModel, load_model
+from mlxcel.engine.loaded_model import LoadedModel, load_model
 from mlxcel.structured.grammar import lark_grammar, ll_tokenizer
 
 from .family_fixtures import MODELS

@@ -10,9 +10,9 @@ import pytest
 from mlxcel.chat.template import apply_template_override
 from mlxcel.chat.turn import TurnSettings
 from mlxcel.config import GenerationDefaults
-from mlxcel.engine.model import LoadedModel, load_model
+from mlxcel.engine.loaded_model import LoadedModel, load_model
 from mlxcel.errors import InvalidRequestError
-from mlxcel.families.openai_chat.models import ChatCompletionRequest, to_chat_setup
+from mlxcel.families.openai_chat.chat_request import ChatCompletionRequest, to_chat_setup
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny"
 OPENS_THINKING = (

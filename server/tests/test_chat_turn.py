@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.chat.template import apply_template_override, render_chat
 from mlxcel.config import ServerConfig
-from mlxcel.engine.model import load_model
+from mlxcel.engine.loaded_model import load_model
 from mlxcel.engine.worker import Engine, EngineConfig
 
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")

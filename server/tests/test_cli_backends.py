@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mlxcel.cli import build_parser, config_from_args, main
+from mlxcel.families.audio.audio_config import AudioConfig
+from mlxcel.families.embeddings.encoder_config import EncoderConfig
 
 
 @pytest.mark.parametrize("other", ["--model", "--embedding-model", "--rerank-model"])
@@ -20,8 +22,7 @@ def test_audio_flags_reach_the_config() -> None:
     args = build_parser().parse_args(
         ["--audio-model", "/m/w", "--audio-max-queue", "0", "--audio-timeout", "2.5"])
     config = config_from_args(args)
-    assert (config.audio_model, config.audio_max_queue, config.audio_timeout_s) == (
-        "/m/w", 0, 2.5)
+    assert AudioConfig.of(config) == AudioConfig(model="/m/w", max_queue=0, timeout_s=2.5)
 
 
 def test_embedding_flags_reach_the_config() -> None:
@@ -29,4 +30,5 @@ def test_embedding_flags_reach_the_config() -> None:
         ["--embedding-model", "/m/e", "--rerank-model", "/m/r", "--pooling", "cls"]
     )
     config = config_from_args(args)
-    assert (config.embedding_model, config.rerank_model, config.pooling) == ("/m/e", "/m/r", "cls")
+    assert EncoderConfig.of(config) == EncoderConfig(embedding_model="/m/e", rerank_model="/m/r",
+                                                     pooling="cls")

@@ -18,9 +18,9 @@ from mlxcel.engine.dry import (
     dry_penalties,
     repeat_lengths,
 )
-from mlxcel.engine.model import LoadedModel
+from mlxcel.engine.loaded_model import LoadedModel
 from mlxcel.engine.penalties import build_logits_processors
-from mlxcel.families.llama.models import NativeCompletionRequest, native_sampling
+from mlxcel.families.llama.native_completion import NativeCompletionRequest, native_sampling
 from mlxcel.generation import SamplingParams
 from mlxcel.protocol.sampling_fields import OpenAISamplingFields
 

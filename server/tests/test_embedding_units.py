@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from mlxcel.bundled import bundled_model_path
-from mlxcel.embedding.model import EncoderModel, load_encoder
-from mlxcel.embedding.pooling import normalize, pool
 from mlxcel.errors import ContextLengthExceeded, InvalidRequestError
-from mlxcel.families.embeddings.models import embed, input_token_lists
+from mlxcel.families.embeddings.embeddings_request import embed, input_token_lists
+from mlxcel.families.embeddings.encoder_model import EncoderModel, load_encoder
+from mlxcel.families.embeddings.pooling import normalize, pool
 from mlxcel.families.embeddings.rerank_models import RerankRequest, ranked, rerank_body
 
 STATES = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, -6.0]], dtype=np.float32)

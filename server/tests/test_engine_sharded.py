@@ -13,7 +13,7 @@ import pytest
 from mlx_lm.generate import BatchGenerator
 
 from mlxcel.engine import distributed, worker
-from mlxcel.engine.model import LoadedModel
+from mlxcel.engine.loaded_model import LoadedModel
 from mlxcel.engine.worker import Engine, EngineConfig
 from mlxcel.generation import Finished, GenerationRequest, SamplingParams, TokenDelta
 

@@ -13,7 +13,7 @@ from mlxcel.chat.forced_choice import forced_call_factories, marker_speller, mar
 from mlxcel.chat.template import render_chat
 from mlxcel.chat.tool_calls import extract_tool_calls, tool_format_of
 from mlxcel.chat.tool_choice import place_instruction, plan_tools
-from mlxcel.engine.model import LoadedModel, load_model
+from mlxcel.engine.loaded_model import LoadedModel, load_model
 
 from .family_fixtures import FAMILY_DIRS, MODELS, WEATHER
 from .test_structured import greedy

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.families.responses.store_config import StoreConfig
 
 EMOJI = "\U0001F600"  # one character, four bytes in UTF-8: bounds count characters
 FULL_METADATA = {f"k{i:02d}" + "x" * 61: "v" * 512 for i in range(16)}
@@ -21,7 +22,8 @@ FULL_METADATA = {f"k{i:02d}" + "x" * 61: "v" * 512 for i in range(16)}
 @pytest.fixture(scope="module")
 def client(fixture_model: str) -> Iterator[TestClient]:
     engine = Engine(EngineConfig(model=fixture_model, parallel=1))
-    config = ServerConfig(model=fixture_model, parallel=1, store_path=":memory:")
+    config = ServerConfig(model=fixture_model, parallel=1,
+                          sections={"responses": StoreConfig(store_path=":memory:")})
     with TestClient(create_app(config, engine)) as test_client:
         assert engine.wait_ready(60)
         yield test_client

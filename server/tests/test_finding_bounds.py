@@ -19,8 +19,9 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
-from mlxcel.families.llama import models as native
+from mlxcel.families.llama import native_completion as native
 from mlxcel.families.responses.response_store import StoredResponse
+from mlxcel.families.responses.store_config import StoreConfig
 from mlxcel.families.responses.store_service import make_stores
 from mlxcel.limits import RequestLimits
 
@@ -28,7 +29,8 @@ from mlxcel.limits import RequestLimits
 @pytest.fixture(scope="module")
 def client(fixture_model: str) -> Iterator[TestClient]:
     engine = Engine(EngineConfig(model=fixture_model, ctx_size=4096, parallel=1, max_queue=2))
-    config = ServerConfig(model=fixture_model, parallel=1, responses_store_max_bytes=40_000)
+    config = ServerConfig(model=fixture_model, parallel=1, sections={
+        "responses": StoreConfig(responses_store_max_bytes=40_000)})
     with TestClient(create_app(config, engine)) as test_client:
         assert engine.wait_ready(60)
         yield test_client

@@ -25,6 +25,7 @@ pytest.importorskip("mflux")
 
 from mlxcel.app import create_app  # noqa: E402
 from mlxcel.config import ServerConfig  # noqa: E402
+from mlxcel.families.images.image_config import ImageConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 ZIMAGE = str(ROOT / "fixtures" / "models" / "zimage-tiny")
@@ -37,7 +38,8 @@ SLOW = {"prompt": "a slow one", "size": "256x256", "num_inference_steps": 9}
 
 
 def image_app(**overrides: Any) -> TestClient:
-    config = ServerConfig(model=TEXT_MODEL, image_model=ZIMAGE, **overrides)
+    images = ImageConfig(model=ZIMAGE, **overrides)
+    config = ServerConfig(model=TEXT_MODEL, sections={"images": images})
     return TestClient(create_app(config))
 
 
@@ -238,7 +240,7 @@ def _wait_for_queue(client: TestClient, depth: int) -> None:
 
 
 def test_a_full_queue_is_503() -> None:
-    with image_app(image_max_queue=0) as client:
+    with image_app(max_queue=0) as client:
         results: list[int] = []
         thread = threading.Thread(
             target=lambda: results.append(client.post(GENERATIONS, json=SLOW).status_code))
@@ -252,10 +254,10 @@ def test_a_full_queue_is_503() -> None:
 
 
 def test_a_request_past_its_timeout_is_504_and_the_worker_serves_the_next() -> None:
-    with image_app(image_timeout_s=0.2) as client:
+    with image_app(timeout_s=0.2) as client:
         error = error_of(client.post(GENERATIONS, json=SLOW), 504)
         assert error["type"] == "timeout_error" and "--image-timeout" in error["message"]
-        client.app.state.mlxcel.services.images.timeout_s = 120.0
+        client.app.state.mlxcel.services.parts["images"].timeout_s = 120.0
         _wait_for_queue(client, 0)
         assert client.post(GENERATIONS, json=SMALL).status_code == 200
 

@@ -1,6 +1,6 @@
 """``--image-model`` at startup: a path that is no Z-Image checkpoint is refused before anything
 loads, a checkpoint that does not load stops the server with its reason, and the flags reach the
-config. The checkpoint's configs size each part (``mlxcel.images.checkpoint``)."""
+config. The checkpoint's configs size each part (``mlxcel.families.images.checkpoint``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.cli import build_parser, config_from_args, main
 from mlxcel.config import ServerConfig
-from mlxcel.images.checkpoint import ImageCheckpointError, read_checkpoint
+from mlxcel.families.images.checkpoint import ImageCheckpointError, read_checkpoint
+from mlxcel.families.images.image_config import ImageConfig
 from mlxcel_conformance.target import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +64,7 @@ def test_image_flags_reach_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
     args = build_parser().parse_args(
         ["--image-model", "/m/z", "--image-max-queue", "0", "--image-timeout", "2.5"])
     config = config_from_args(args)
-    assert (config.image_model, config.image_max_queue, config.image_timeout_s) == (
-        "/m/z", 0, 2.5)
+    assert ImageConfig.of(config) == ImageConfig(model="/m/z", max_queue=0, timeout_s=2.5)
     monkeypatch.setenv("MLXCEL_IMAGE_MODEL", "/env/z")
     monkeypatch.setenv("MLXCEL_IMAGE_TIMEOUT", "7")
     args = build_parser().parse_args([])
@@ -112,7 +112,8 @@ def test_a_vae_config_the_model_cannot_build_is_refused(tmp_path: Path, changes:
 def test_sizes_that_disagree_with_the_weights_stop_the_startup(tmp_path: Path) -> None:
     pytest.importorskip("mflux")
     copy = _copy_with(tmp_path, "transformer", dim=96, axes_dims=[16, 16, 16])
-    app = create_app(ServerConfig(model=TEXT_MODEL, image_model=str(copy)))
+    app = create_app(ServerConfig(model=TEXT_MODEL,
+                                  sections={"images": ImageConfig(model=str(copy))}))
     with pytest.raises(ImageCheckpointError, match="has shape .64, 64., transformer/config"):
         with TestClient(app):
             pass
@@ -139,8 +140,8 @@ def test_a_sized_vae_has_the_layout_of_mflux_own() -> None:
     from mflux.models.z_image.model.z_image_vae.vae import VAE
     from mlx.utils import tree_flatten
 
-    from mlxcel.images.checkpoint import VaeSizes
-    from mlxcel.images.zimage import _sized_vae
+    from mlxcel.families.images.checkpoint import VaeSizes
+    from mlxcel.families.images.zimage import _sized_vae
 
     def shapes(module: Any) -> dict[str, tuple[int, ...]]:
         return {k: tuple(v.shape) for k, v in tree_flatten(module.parameters())}

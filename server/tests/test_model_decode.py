@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mlxcel.engine.model import load_model
+from mlxcel.engine.loaded_model import load_model
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 CHAT_FIXTURES = ["qwen3-tiny", "llama3-tiny", "mistral-tiny", "gemma4-tiny", "kimi-k2-tiny",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlxcel.families.llama.models import stop_type_of
+from mlxcel.families.llama.native_completion import stop_type_of
 from mlxcel.generation import Finished
 
 

@@ -204,10 +204,11 @@ def test_the_app_purges_expired_entries_without_a_read(
     from mlxcel.config import ServerConfig
     from mlxcel.engine.worker import Engine, EngineConfig
     from mlxcel.families.responses import store_service
+    from mlxcel.families.responses.store_config import StoreConfig
 
     monkeypatch.setattr(store_service, "PURGE_INTERVAL_S", 0.05)
-    config = ServerConfig(model=fixture_model, store_path=":memory:",
-                          responses_store_ttl_secs=1)
+    store = StoreConfig(store_path=":memory:", responses_store_ttl_secs=1)
+    config = ServerConfig(model=fixture_model, sections={"responses": store})
     app = create_app(config, Engine(EngineConfig(model=fixture_model)))
     with TestClient(app):
         both = store_service.stores_in(app.state.mlxcel)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlxcel.errors import InvalidRequestError
-from mlxcel.families.anthropic.models import MessagesRequest, chat_tools, template_messages
+from mlxcel.families.anthropic.messages_wire import MessagesRequest, chat_tools, template_messages
 from mlxcel.families.responses.input import input_messages, output_messages
 
 

@@ -12,12 +12,13 @@ from mlxcel.app import create_app
 from mlxcel.bundled import bundled_model_path
 from mlxcel.cli import build_parser, config_from_args
 from mlxcel.config import ServerConfig
+from mlxcel.families.responses.store_config import StoreConfig
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    config = ServerConfig(model=str(bundled_model_path()), responses_store_max_entries=0,
-                          conversation_store_max_entries=0)
+    store = StoreConfig(responses_store_max_entries=0, conversation_store_max_entries=0)
+    config = ServerConfig(model=str(bundled_model_path()), sections={"responses": store})
     app = create_app(config)
     with TestClient(app) as test_client:
         assert app.state.mlxcel.engine.wait_ready(60)
@@ -45,7 +46,8 @@ def test_store_flags_and_env_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLAMA_ARG_RESPONSES_STORE_TTL_SECS", "5")
     monkeypatch.setenv("LLAMA_ARG_CONVERSATION_STORE_MAX_ENTRIES", "0")
     config = config_from_args(build_parser().parse_args(["--responses-store-max-entries", "7"]))
-    assert config.responses_store_max_entries == 7
-    assert config.responses_store_ttl_secs == 5
-    assert config.conversation_store_max_entries == 0
-    assert config.conversation_store_ttl_secs == 3600
+    store = StoreConfig.of(config)
+    assert store.responses_store_max_entries == 7
+    assert store.responses_store_ttl_secs == 5
+    assert store.conversation_store_max_entries == 0
+    assert store.conversation_store_ttl_secs == 3600

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import pkgutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mlxcel.cli import build_parser, config_from_args, engine_config
-from mlxcel.config import GenerationDefaults, ServerConfig
+from mlxcel.config import GenerationDefaults, ServerConfig, section
 from mlxcel.engine.worker import EngineConfig
+from mlxcel.families import installed
 from mlxcel.limits import RequestLimits
 from mlxcel.settings.catalog import OPTIONS
 from mlxcel.settings.derive import fields_of
@@ -198,7 +200,11 @@ def test_an_unreadable_variable_is_a_usage_error(capsys: pytest.CaptureFixture[s
 
 def test_config_defaults_are_the_declared_defaults() -> None:
     args = build_parser(environ={}).parse_args(["--model", "m"])
-    assert config_from_args(args) == ServerConfig(model="m")
+    config = config_from_args(args)
+    assert dataclasses.replace(config, sections={}) == ServerConfig(model="m")
+    for family in installed():  # the parsed values of a family's section are its defaults
+        for name, kind in family.settings.items():
+            assert section(config, name, kind) == kind(), name
 
 
 def test_an_engine_built_without_arguments_is_the_shipped_engine() -> None:
@@ -217,9 +223,15 @@ def test_every_config_field_has_its_setting() -> None:
     engine_fields = {f.name for f in dataclasses.fields(EngineConfig)}
     assert fields_of("engine") == engine_fields - computed, "an EngineConfig field lacks a flag"
     server_computed = {"defaults", "parallel", "chat_template", "chat_template_kwargs",
-                       "limits"}
+                       "limits", "sections"}
     server_fields = {f.name for f in dataclasses.fields(ServerConfig)}
     assert fields_of("server") == server_fields - server_computed
+    sections: dict[str, type[Any]] = {}
+    for family in installed():  # each family's section dataclass: a setting per field
+        sections.update(family.settings)
+    assert {o.section for o in OPTIONS if o.section} == set(sections)
+    for name, kind in sections.items():
+        assert fields_of(name) == {f.name for f in dataclasses.fields(kind)}, name
 
 
 def test_values_reach_the_engine_clamped() -> None:
@@ -264,15 +276,18 @@ def test_configuration_page_is_current() -> None:
 
 def test_services_live_in_the_typed_state() -> None:
     """The metrics registry exists when the app is built, before any request; a family's
-    services (the Responses store) are the family's, in ``parts``; nothing but the typed state
-    is kept on the app."""
+    services (the Responses store, its workers) are the family's, in ``parts``, and no other
+    attribute of ``Services`` names one; nothing but the typed state is kept on the app."""
     from mlxcel.app import create_app
     from mlxcel.bundled import bundled_model_path
     from mlxcel.engine.worker import Engine
+    from mlxcel.families.responses.store_config import StoreConfig
     from mlxcel.families.responses.store_service import stores_in
 
-    config = ServerConfig(model=str(bundled_model_path()), responses_store_max_entries=7,
-                          conversation_store_ttl_secs=9, metrics=True, store_path=":memory:")
+    store = StoreConfig(responses_store_max_entries=7, conversation_store_ttl_secs=9,
+                        store_path=":memory:")
+    config = ServerConfig(model=str(bundled_model_path()), metrics=True,
+                          sections={"responses": store})
     app = create_app(config, Engine(EngineConfig(model=config.model)))
     services = app.state.mlxcel.services
     assert services.parts == {}  # opened by the family's lifespan, or on first use
@@ -281,7 +296,7 @@ def test_services_live_in_the_typed_state() -> None:
     assert stores.responses.limits.max_entries == 7
     assert stores.conversations.limits.ttl_secs == 9
     assert services.metrics is not None
-    assert (services.encoders, services.audio, services.images) == (None, None, None)
+    assert {f.name for f in dataclasses.fields(services)} == {"parts", "metrics"}
     assert set(vars(app.state)["_state"]) == {"mlxcel"}
 
 
@@ -296,3 +311,17 @@ def test_a_store_path_naming_a_directory_is_refused_before_startup(
     assert build_parser(environ={}).parse_args(["--store-path", file]).store_path == file
     assert build_parser(environ={}).parse_args(["--store-path", ":memory:"]).store_path == \
         ":memory:"
+
+
+def test_no_shared_config_field_or_service_names_a_family() -> None:
+    """What one family reads is its own section; ``Services`` holds families' parts by name."""
+    from mlxcel import families
+    from mlxcel.api.state import AppState, Services
+
+    names = {info.name for info in pkgutil.iter_modules(families.__path__)}
+    words = names | {name.removesuffix("s") for name in names}
+    shared = [f.name for cls in (ServerConfig, Services, AppState)
+              for f in dataclasses.fields(cls)]
+    named = [field for field in shared if set(field.split("_")) & words or field in words]
+    assert named == []
+    assert {"audio", "images", "embeddings", "responses"} <= names  # the words are real

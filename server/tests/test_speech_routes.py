@@ -27,6 +27,7 @@ pytest.importorskip("misaki")
 
 from mlxcel.app import create_app  # noqa: E402
 from mlxcel.config import ServerConfig  # noqa: E402
+from mlxcel.families.audio.audio_config import AudioConfig
 
 from .audio_samples import error_of  # noqa: E402
 
@@ -35,7 +36,8 @@ HI = {"model": "kokoro", "input": "Hi.", "voice": "af_heart"}
 
 
 def speech_app(checkpoint: Path, **overrides: Any) -> TestClient:
-    config = ServerConfig(model=str(checkpoint), audio_model=str(checkpoint), **overrides)
+    audio = AudioConfig(model=str(checkpoint), **overrides)
+    config = ServerConfig(model=str(checkpoint), sections={"audio": audio})
     return TestClient(create_app(config))
 
 
@@ -178,7 +180,7 @@ def test_a_kokoro_server_answers_501_elsewhere(client: TestClient) -> None:
 
 
 def test_a_full_queue_is_503(kokoro_checkpoint: Path) -> None:
-    with speech_app(kokoro_checkpoint, audio_max_queue=0) as client:
+    with speech_app(kokoro_checkpoint, max_queue=0) as client:
         results: list[int] = []
         thread = threading.Thread(target=lambda: results.append(client.post(
             SPEECH, json={**HI, "input": "Hello there, how are you today?"}).status_code))
@@ -194,6 +196,6 @@ def test_a_full_queue_is_503(kokoro_checkpoint: Path) -> None:
 
 
 def test_a_request_past_its_timeout_is_504(kokoro_checkpoint: Path) -> None:
-    with speech_app(kokoro_checkpoint, audio_timeout_s=0.05) as client:
+    with speech_app(kokoro_checkpoint, timeout_s=0.05) as client:
         error = error_of(client.post(SPEECH, json=HI), 504)
         assert error["type"] == "timeout_error" and "--audio-timeout" in error["message"]

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mlxcel.audio.checkpoints import checkpoint_problem, kind_of, load_audio_model
-from mlxcel.audio.encoding import FORMATS, pcm16, supported_formats
-from mlxcel.audio.g2p import (
+from mlxcel.cli import main
+from mlxcel.families.audio.checkpoints import checkpoint_problem, kind_of, load_audio_model
+from mlxcel.families.audio.encoding import FORMATS, pcm16, supported_formats
+from mlxcel.families.audio.g2p import (
     LANGUAGES,
     MAX_CHUNK,
     Phonemizer,
@@ -22,7 +23,6 @@ from mlxcel.audio.g2p import (
     language_of,
     split_phonemes,
 )
-from mlxcel.cli import main
 
 WHISPER = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "whisper-tiny-random"
 

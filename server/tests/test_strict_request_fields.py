@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from mlxcel.app import create_app
 from mlxcel.config import ServerConfig
 from mlxcel.engine.worker import Engine, EngineConfig
+from mlxcel.families.embeddings.encoder_config import EncoderConfig
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 MODEL = str(MODELS / "qwen3-tiny")
@@ -40,9 +41,10 @@ NATIVE_ROUTES = {"/apply-template", "/embedding", "/completion"}
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
+    encoders = EncoderConfig(embedding_model=str(MODELS / "bert-tiny-embed"),
+                             rerank_model=str(MODELS / "bert-tiny-rerank"))
     config = ServerConfig(model=MODEL, ctx_size=512, parallel=2,
-                          embedding_model=str(MODELS / "bert-tiny-embed"),
-                          rerank_model=str(MODELS / "bert-tiny-rerank"))
+                          sections={"embeddings": encoders})
     engine = Engine(EngineConfig(model=MODEL, ctx_size=512, parallel=2, cache_prompt=False))
     with TestClient(create_app(config, engine)) as test_client:
         assert engine.wait_ready(60)

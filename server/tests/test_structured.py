@@ -15,7 +15,7 @@ from mlx_lm.generate import generate_step
 from mlxcel.chat.forced_choice import forced_call_factories
 from mlxcel.chat.template import render_chat
 from mlxcel.chat.tool_calls import extract_tool_calls, tool_format_of
-from mlxcel.engine.model import LoadedModel, load_model
+from mlxcel.engine.loaded_model import LoadedModel, load_model
 from mlxcel.errors import InvalidRequestError
 from mlxcel.structured.response_format import response_format_factories
 

@@ -130,7 +130,7 @@ def test_anthropic_budget_tokens_is_the_thinking_budget(client: TestClient) -> N
 def test_anthropic_budget_tokens_takes_an_integral_float() -> None:
     """5.0 is an integer to JSON Schema (the spec's ``type: integer``); -1 and 2.5 are 400s."""
     from mlxcel.errors import InvalidRequestError
-    from mlxcel.families.anthropic.models import MessagesRequest
+    from mlxcel.families.anthropic.messages_wire import MessagesRequest
 
     def budget(value: Any) -> int | None:
         return MessagesRequest.model_validate({

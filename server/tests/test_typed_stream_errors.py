@@ -9,10 +9,10 @@ from typing import Any
 
 from mlxcel.chat.output import OutputSetup
 from mlxcel.engine.handle import RequestHandle
-from mlxcel.families.anthropic.models import message_shell
+from mlxcel.families.anthropic.messages_wire import message_shell
 from mlxcel.families.anthropic.stream import stream_message
 from mlxcel.families.anthropic.turn import MessagesTurn
-from mlxcel.families.responses.models import ResponsesRequest, response_body
+from mlxcel.families.responses.responses_wire import ResponsesRequest, response_body
 from mlxcel.families.responses.store_service import make_stores
 from mlxcel.families.responses.stream import stream_response
 from mlxcel.families.responses.turn import PreparedTurn

@@ -1,5 +1,5 @@
 """GET /health (also /v1/health, as llama-server) and GET /: liveness, loading state, batch
-and observability counters."""
+and observability counters, and what the families add (``families.Family.health``)."""
 
 from __future__ import annotations
 
@@ -9,26 +9,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from ..audio.service import AudioService, audio_service
-from ..images.service import ImageService, image_service
 from .state import AppState, app_state
 
 router = APIRouter()
-
-
-def audio_health_body(state: AppState, service: AudioService | None) -> tuple[int, dict[str, Any]]:
-    """The audio-only server: ready once its worker has loaded the Whisper or Kokoro model."""
-    if service is None:
-        return 503, {"status": "loading model"}
-    audio = {"queue_depth": service.queue_depth, "max_queue": service.max_queue,
-             "timeout_s": service.timeout_s}
-    return 200, {"status": "ok", "model": state.model_name, "audio": audio}
-
-
-def image_health(service: ImageService) -> dict[str, Any]:
-    """The image worker that runs beside the text model (``--image-model``)."""
-    return {"model": service.model.name, "queue_depth": service.queue_depth,
-            "max_queue": service.max_queue, "timeout_s": service.timeout_s}
 
 
 def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
@@ -65,11 +48,10 @@ def health_body(state: AppState) -> tuple[int, dict[str, Any]]:
 @router.get("/")
 async def health(request: Request) -> JSONResponse:
     state = app_state(request)
-    if state.config.audio_model:
-        status, body = audio_health_body(state, audio_service(request))
+    if state.sole_model is not None:  # a family's model run alone (the audio-only server)
+        status, body = state.sole_model.health(state)
     else:
         status, body = health_body(state)
-        images = image_service(request)
-        if images is not None:
-            body["images"] = image_health(images)
+        for part in state.health_parts:  # what the families add (the image worker)
+            body.update(part(state))
     return JSONResponse(body, status_code=status)

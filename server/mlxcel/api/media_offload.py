@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..engine.model import LoadedModel
+from ..engine.loaded_model import LoadedModel
 from .offload import off_loop
 
 T = TypeVar("T")

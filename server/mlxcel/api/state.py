@@ -3,39 +3,45 @@ beside it, one typed object kept on ``app.state.mlxcel`` (nothing else is kept o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 
 from .. import __version__
 from ..config import ServerConfig
-from ..engine.model import LoadedModel
+from ..engine.loaded_model import LoadedModel
 from ..engine.worker import Engine
 from .guard import Admission
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from ..embedding.service import EncoderService
-    from ..single_worker import SingleWorker
-
 FINGERPRINT = f"fp_mlxcel_{__version__.replace('.', '_')}"
 
 
 @dataclass
 class Services:
-    """What runs beside the engine. The metrics registry is made with the app; the encoders and
-    the audio and image workers by their routers' lifespans at startup (None where the server
-    was started without their model); a family's own services (the Responses store) in
-    ``parts``, by the family's name, opened by that family."""
+    """What runs beside the engine. The metrics registry is made with the app; each family's own
+    services (the Responses store, the encoders, the audio and image workers) sit in ``parts``
+    by the family's name, put there and closed by that family's router lifespan (absent where
+    the server was started without their model)."""
 
     parts: dict[str, Any] = field(default_factory=dict)
     metrics: CollectorRegistry | None = None
-    encoders: EncoderService | None = None
-    audio: SingleWorker[Any] | None = None
-    images: SingleWorker[Any] | None = None
+
+
+@dataclass(frozen=True)
+class SoleModel:
+    """A family's model that the server runs instead of the text model (the audio-only server):
+    no engine starts, ``name`` is the model clients see, ``health`` answers ``/health`` (status
+    and body), and ``refusal`` words the 501 of a route this server does not serve (method,
+    path)."""
+
+    name: str
+    health: Callable[[AppState], tuple[int, dict[str, Any]]]
+    refusal: Callable[[AppState, str, str], str]
 
 
 @dataclass
@@ -45,6 +51,9 @@ class AppState:
     services: Services = field(init=False)
     # closed by the bounded shutdown (shutdown.py): then every new request is 503
     admission: Admission = field(default_factory=Admission)
+    # set by the app from the families: the model run alone, and what families add to /health
+    sole_model: SoleModel | None = None
+    health_parts: list[Callable[[AppState], dict[str, Any]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.services = Services()
@@ -53,18 +62,13 @@ class AppState:
     def model_name(self) -> str:
         if self.config.alias:
             return self.config.alias
-        if self.config.audio_model:
-            return audio_model_name(self.config.audio_model)
+        if self.sole_model is not None:
+            return self.sole_model.name
         model = self.engine.model
         return model.name if model is not None else self.config.model
 
     def require_model(self) -> LoadedModel:
         return self.engine.require_model()
-
-
-def audio_model_name(path_or_repo: str) -> str:
-    """A local checkpoint's directory name, or the hub id as given."""
-    return Path(path_or_repo).name if Path(path_or_repo).exists() else path_or_repo
 
 
 def app_state(request: Request) -> AppState:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessorFactory
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .forced_bounds import bounded_tools
 from .tool_formats.base import Spell, ToolFormat, Tools
 

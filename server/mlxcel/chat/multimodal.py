@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import InvalidRequestError, RequestTooLarge
 from ..generation import VisionInputs
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from ..media.decode import decode_image
 from ..media.policy import MediaPolicy
 from ..media.sources import read_media

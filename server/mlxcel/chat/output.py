@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 from .stream_filter import ChatOutputParser
 from .tool_calls import ParsedToolCall, new_call_id, tool_format_of

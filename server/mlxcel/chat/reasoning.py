@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 
 
 @dataclass(frozen=True)

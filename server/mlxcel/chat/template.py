@@ -17,7 +17,7 @@ from jinja2 import TemplateError
 from .. import limits
 from ..errors import InvalidRequestError
 from ..generation import VisionInputs
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .continuation import check_continuable, cut_after
 from .multimodal import prepare_media, vision_prompt
 

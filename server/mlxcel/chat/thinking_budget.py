@@ -18,7 +18,7 @@ import mlx.core as mx
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessor, LogitsProcessorFactory
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .reasoning import ReasoningMarkers, prompt_opens_reasoning, reasoning_markers
 
 ALIASES = ("thinking_budget_tokens", "reasoning_budget_tokens", "reasoning_budget")

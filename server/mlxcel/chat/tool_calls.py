@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .tool_formats import detect_format, load_format
 from .tool_formats.base import ToolFormat
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessorFactory
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from ..structured.response_format import (
     check_response_format,
     is_constraining,

@@ -21,7 +21,7 @@ import mlx.core as mx
 
 from ..generation import DraftStats, VisionInputs
 from ..media.policy import MediaPolicy
-from .model import LoadedModel, model_display_name
+from .loaded_model import LoadedModel, model_display_name
 from .solo import SoloResponse
 
 

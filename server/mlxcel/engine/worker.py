@@ -46,8 +46,8 @@ from .detokenizer import IncrementalDetokenizer
 from .engine_config import EngineConfig
 from .handle import RequestHandle
 from .heap import settle_heap
+from .loaded_model import LoadedModel, load_draft_model, load_model
 from .logprobs import LogprobRenderer
-from .model import LoadedModel, load_draft_model, load_model
 from .penalties import build_logits_processors
 from .prompt_cache import PromptCache
 from .sampling import check_logit_bias, post_sampling_logprobs

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import APIRouter
 
+from ..api.state import AppState, SoleModel
+from ..config import ServerConfig
 from ..error_shapes import ErrorShape
 
 
@@ -32,6 +35,13 @@ class Family:
     text_model_free: frozenset[str] = frozenset()
     # Path -> a sentence naming what the route needs, added to the audio-only server's 501.
     needs: Mapping[str, str] = field(default_factory=dict)
+    # The family's model run alone, with no text model, where the config asks for it (the
+    # audio-only server); None: the server runs the text model.
+    sole_model: Callable[[ServerConfig], SoleModel | None] | None = None
+    # Keys the family adds to /health's body (its worker's queue), from the running app.
+    health: Callable[[AppState], dict[str, Any]] | None = None
+    # Its sections of ``ServerConfig.sections``: section name -> the dataclass that reads it.
+    settings: Mapping[str, type[Any]] = field(default_factory=dict)
 
 
 def installed() -> list[Family]:

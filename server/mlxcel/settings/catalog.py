@@ -19,10 +19,13 @@ if len(BY_DEST) != len(OPTIONS):  # pragma: no cover - a declaration error, caug
     raise RuntimeError("two settings share a dest")
 
 
-BY_FIELD: dict[tuple[str, str], Option[object]] = {(o.to, o.target_field): o for o in OPTIONS}
+BY_FIELD: dict[tuple[str, str], Option[object]] = {
+    (o.destination, o.target_field): o for o in OPTIONS}
+if len(BY_FIELD) != len(OPTIONS):  # pragma: no cover - a declaration error, caught at import
+    raise RuntimeError("two settings fill one field")
 
 
-def default_of(to: Target, field: str) -> Any:
+def default_of(to: Target | str, field: str) -> Any:
     """The declared default of the setting filling ``field`` of ``to`` (a config dataclass's
-    field default)."""
+    field default; a family's section is named by the family)."""
     return BY_FIELD[(to, field)].default

@@ -76,26 +76,32 @@ ACCESS_OPTIONS: tuple[Option[object], ...] = (
 )
 
 
-def _worker(kind: str, group: str, model_help: str) -> tuple[Option[object], ...]:
+def _worker(kind: str, family: str, group: str,
+            model_help: str) -> tuple[Option[object], ...]:
+    """The model, queue and timeout of a family's single worker, in the family's section
+    (``model``, ``max_queue``, ``timeout_s``)."""
     env = f"MLXCEL_{kind.upper()}"
     return (
         Option(f"{kind}_model", None, model_help, group, flags=(f"--{kind}-model",),
-               env=(f"{env}_MODEL",)),
+               env=(f"{env}_MODEL",), to="family", section=family, field="model"),
         Option(f"{kind}_max_queue", 4, f"{kind} requests that may wait behind the running one; "
                "beyond it 503", group, flags=(f"--{kind}-max-queue",),
-               env=(f"{env}_MAX_QUEUE",), type=int),
+               env=(f"{env}_MAX_QUEUE",), type=int, to="family", section=family,
+               field="max_queue"),
         Option(f"{kind}_timeout", 300.0, f"seconds an {kind} request may take from admission "
                "to its answer; past it 504", group, flags=(f"--{kind}-timeout",),
-               env=(f"{env}_TIMEOUT",), type=float, field=f"{kind}_timeout_s"),
+               env=(f"{env}_TIMEOUT",), type=float, to="family", section=family,
+               field="timeout_s"),
     )
 
 
 WORKER_OPTIONS: tuple[Option[object], ...] = (
-    *_worker("image", IMAGES, "Z-Image checkpoint directory (diffusers layout: transformer/, "
-             "text_encoder/, vae/, tokenizer/) for /v1/images/generations and /v1/images/edits, "
-             "loaded at startup beside the text model; needs the images extra and mflux 0.24.0"),
-    *_worker("audio", AUDIO, "Whisper or Kokoro checkpoint (directory or hub id; the kind is "
-             "read from its config.json): start an audio-only server, with no text model, for "
-             "/v1/audio/transcriptions and /v1/audio/translations (Whisper) or /v1/audio/speech "
-             "(Kokoro); needs the audio extra"),
+    *_worker("image", "images", IMAGES, "Z-Image checkpoint directory (diffusers layout: "
+             "transformer/, text_encoder/, vae/, tokenizer/) for /v1/images/generations and "
+             "/v1/images/edits, loaded at startup beside the text model; needs the images extra "
+             "and mflux 0.24.0"),
+    *_worker("audio", "audio", AUDIO, "Whisper or Kokoro checkpoint (directory or hub id; the "
+             "kind is read from its config.json): start an audio-only server, with no text "
+             "model, for /v1/audio/transcriptions and /v1/audio/translations (Whisper) or "
+             "/v1/audio/speech (Kokoro); needs the audio extra"),
 )

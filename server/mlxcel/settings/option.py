@@ -1,6 +1,7 @@
 """One server setting, declared once: its flags, environment variables, type, default, help text
 and group, and where its value goes (a field of ``ServerConfig``, ``EngineConfig``,
-``RequestLimits``, ``GenerationDefaults`` or the media policy).
+``RequestLimits``, ``GenerationDefaults``, the media policy, or a family's own section of
+``ServerConfig.sections``, which that family reads into its config dataclass).
 
 argparse (``settings/parser.py``), ``--help``, ``docs/configuration.md`` (``settings/docs.py``)
 and the config objects (``settings/derive.py``) are all made from these declarations.
@@ -16,7 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 T = TypeVar("T")
 Kind = Literal["value", "bool", "append"]
-Target = Literal["server", "engine", "limits", "defaults", "media", "cli"]
+Target = Literal["server", "engine", "limits", "defaults", "media", "cli", "family"]
 
 TRUE_WORDS = frozenset({"1", "true", "on", "yes", "enabled"})
 FALSE_WORDS = frozenset({"0", "false", "off", "no", "disabled"})
@@ -60,8 +61,9 @@ class Option(Generic[T]):
     """A setting. ``flags`` are its command-line names (empty: environment only); a ``bool``
     option may also have ``off_flags`` (``--no-slots``). ``env`` lists the variables read when no
     flag is given, first set wins; ``env_inverted`` means a true variable turns the setting off
-    (``LLAMA_ARG_NO_CACHE_PROMPT``). ``to`` names where the value goes, ``field`` the attribute
-    there (default: ``dest``); ``minimum`` clamps the value given."""
+    (``LLAMA_ARG_NO_CACHE_PROMPT``). ``to`` names where the value goes (``"family"``: the
+    section ``section`` of ``ServerConfig.sections``, keyed by the family's package name),
+    ``field`` the attribute there (default: ``dest``); ``minimum`` clamps the value given."""
 
     dest: str
     default: T
@@ -78,6 +80,17 @@ class Option(Generic[T]):
     field: str | None = None
     minimum: float | None = None
     shown_default: str | None = None
+    section: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.to == "family") != (self.section is not None):
+            raise ValueError(f"{self.dest}: a family setting, and only one, names its section")
+
+    @property
+    def destination(self) -> str:
+        """What ``settings.catalog.default_of`` and ``settings.derive.values`` call its place:
+        ``to``, or a family setting's section."""
+        return self.section or self.to
 
     @property
     def target_field(self) -> str:

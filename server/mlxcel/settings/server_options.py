@@ -9,6 +9,7 @@ SERVER = "Server"
 TEMPLATES = "Chat templates"
 MODELS = "Side models"
 STORES = "Responses API stores"
+RESPONSES = "responses"  # the family whose section of ServerConfig.sections they fill
 
 SERVER_OPTIONS: tuple[Option[object], ...] = (
     Option("model", None, "local model directory or hub id", SERVER,
@@ -54,34 +55,42 @@ SERVER_OPTIONS: tuple[Option[object], ...] = (
            kind="bool"),
     Option("embedding_model", None, "encoder (BERT-family) model directory or hub id for "
            "/v1/embeddings, /embedding and /embeddings (without it they answer 501)", MODELS,
-           flags=("--embedding-model",), env=("MLXCEL_EMBEDDING_MODEL",)),
+           flags=("--embedding-model",), env=("MLXCEL_EMBEDDING_MODEL",), to="family",
+           section="embeddings"),
     Option("rerank_model", None, "cross-encoder (*ForSequenceClassification) for /v1/rerank and "
            "its aliases (without it they answer 501)", MODELS,
-           flags=("--rerank-model",), env=("MLXCEL_RERANK_MODEL",)),
+           flags=("--rerank-model",), env=("MLXCEL_RERANK_MODEL",), to="family",
+           section="embeddings"),
     Option("pooling", None, "embedding pooling", MODELS, flags=("--pooling",),
            env=("LLAMA_ARG_POOLING",), choices=("none", "mean", "cls", "last"),
-           shown_default="the checkpoint's sentence-transformers setting, else mean"),
+           shown_default="the checkpoint's sentence-transformers setting, else mean", to="family",
+           section="embeddings"),
     Option("store_path", None, "SQLite file holding stored responses and conversations across "
            "restarts; `:memory:` keeps them in memory only (lost when the server stops)", STORES,
            flags=("--store-path",), env=("MLXCEL_STORE_PATH",), type=file_path,
            shown_default="responses.sqlite3 in the user's data directory: $XDG_DATA_HOME/mlxcel/, "
-           "else ~/.local/share/mlxcel/ (~/Library/Application Support/mlxcel/ on macOS)"),
+           "else ~/.local/share/mlxcel/ (~/Library/Application Support/mlxcel/ on macOS)",
+           to="family", section=RESPONSES),
     Option("responses_store_max_entries", 1024, "stored responses kept for GET, DELETE, cancel "
            "and previous_response_id; 0 disables the store", STORES,
            flags=("--responses-store-max-entries",),
-           env=("LLAMA_ARG_RESPONSES_STORE_MAX_ENTRIES",), type=int),
+           env=("LLAMA_ARG_RESPONSES_STORE_MAX_ENTRIES",), type=int, to="family",
+           section=RESPONSES),
     Option("responses_store_ttl_secs", 3600, "seconds a stored response is kept after its last "
            "write", STORES, flags=("--responses-store-ttl-secs",),
-           env=("LLAMA_ARG_RESPONSES_STORE_TTL_SECS",), type=int),
+           env=("LLAMA_ARG_RESPONSES_STORE_TTL_SECS",), type=int,
+           to="family", section=RESPONSES),
     Option("conversation_store_max_entries", 256, "conversations (string ids) kept; 0 disables "
            "the store", STORES, flags=("--conversation-store-max-entries",),
-           env=("LLAMA_ARG_CONVERSATION_STORE_MAX_ENTRIES",), type=int),
+           env=("LLAMA_ARG_CONVERSATION_STORE_MAX_ENTRIES",), type=int,
+           to="family", section=RESPONSES),
     Option("conversation_store_ttl_secs", 3600, "seconds a conversation is kept after its last "
            "write", STORES, flags=("--conversation-store-ttl-secs",),
-           env=("LLAMA_ARG_CONVERSATION_STORE_TTL_SECS",), type=int),
+           env=("LLAMA_ARG_CONVERSATION_STORE_TTL_SECS",), type=int,
+           to="family", section=RESPONSES),
     Option("responses_store_max_bytes", 256 * 1024 * 1024, "bytes the Responses store may hold, "
            "responses and conversations together, counted as the UTF-8 JSON it stores; the "
            "least recently used entries are evicted first", STORES,
            flags=("--store-bytes", "--responses-store-max-bytes"), env=("MLXCEL_STORE_BYTES",),
-           type=int, minimum=0),
+           type=int, minimum=0, to="family", section=RESPONSES),
 )

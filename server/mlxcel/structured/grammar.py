@@ -22,7 +22,7 @@ from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessor, LogitsProcessorFactory
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .json_bounds import JSON_STYLE, NumberCaps, bounded_schema
 
 # Keyed by the model's tokenizer object itself (weakly): an id() could be reused by the next

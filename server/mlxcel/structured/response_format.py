@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessorFactory
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .grammar import compile_grammar, json_schema_grammar
 from .limits import check_schema_limits
 

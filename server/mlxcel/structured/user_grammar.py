@@ -16,7 +16,7 @@ from llguidance.gbnf_to_lark import any_to_lark
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessorFactory
-from ..generation.model import ModelView
+from ..generation.model_view import ModelView
 from .grammar import compile_grammar, json_schema_grammar, lark_grammar
 from .limits import check_schema_limits
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from .models import DIRECT_CALLER, tool_input
+from .messages_wire import DIRECT_CALLER, tool_input
 
 
 class State(enum.Enum):

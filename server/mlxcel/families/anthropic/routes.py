@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect
+from ...api.engine_stream import collect
 from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority
@@ -16,7 +16,7 @@ from ...chat.reasoning_tokens import thinking_tokens
 from ...chat.turn import TurnSettings, render_turn
 from ...sse import sse_response
 from .errors import ANTHROPIC_ERROR_SHAPE
-from .models import (
+from .messages_wire import (
     CountTokensRequest,
     MessagesRequest,
     message_body,

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from ...api.generation import stream_events
+from ...api.engine_stream import stream_events
 from ...chat.reasoning_tokens import ReasoningTokenCount
 from ...engine.handle import RequestHandle
 from ...generation import Finished
 from ...sse import named_event
 from .events import AnthropicEventEncoder
-from .models import delta_usage_of, new_tool_use_id, stop_reason
+from .messages_wire import delta_usage_of, new_tool_use_id, stop_reason
 from .pieces import AnthropicPieceEncoder
 from .turn import MessagesTurn
 

@@ -10,9 +10,9 @@ from typing import Any
 from ...chat.output import OutputSetup, ParsedOutput
 from ...chat.turn import TurnRequest, TurnSettings, build
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...generation import GenerationRequest
-from .models import (
+from .messages_wire import (
     DIRECT_CALLER,
     CountTokensRequest,
     MessagesRequest,

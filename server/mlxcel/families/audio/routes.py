@@ -2,7 +2,7 @@
 
 Whisper and Kokoro run in an audio-only server process (``--audio-model``): the router's
 lifespan loads the checkpoint at startup (a failed load stops the server) and keeps the
-single-worker ``AudioService`` in ``services.audio``. A Whisper server transcribes and
+single-worker ``AudioService`` in ``services.parts["audio"]``. A Whisper server transcribes and
 translates multipart uploads of WAV audio up to 25 MiB (here); a Kokoro server speaks
 (``speech.py``). Each answers the other kind's routes with 501 ``not_implemented`` naming the
 checkpoint they need, and a server without an audio model answers every audio route with
@@ -21,13 +21,13 @@ from fastapi.responses import Response
 from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from ...audio.checkpoints import KINDS, AudioModel, kind_serving
-from ...audio.service import STATE_ATTR, AudioService, audio_service, start_audio_service
-from ...audio.wav import decode_wav, duration_seconds
-from ...audio.whisper import Task, WhisperModel
 from ...errors import InvalidRequestError, NotImplementedRoute, RequestTooLarge
 from ...single_worker import worker_lifespan
-from .models import parse_audio_form, render_audio
+from .audio_service import PART, AudioService, audio_service, start_audio_service
+from .checkpoints import KINDS, AudioModel, kind_serving
+from .transcription_form import parse_audio_form, render_audio
+from .wav import decode_wav, duration_seconds
+from .whisper import Task, WhisperModel
 
 log = logging.getLogger("mlxcel.audio")
 AUDIO_FLAG = "--audio-model (or MLXCEL_AUDIO_MODEL)"
@@ -43,7 +43,7 @@ def _loaded(model: AudioModel) -> None:
              if isinstance(model, WhisperModel) else "voices: " + ", ".join(model.voices))
 
 
-router = APIRouter(lifespan=worker_lifespan(STATE_ATTR, start_audio_service, _loaded))
+router = APIRouter(lifespan=worker_lifespan(PART, start_audio_service, _loaded))
 
 
 def audio_not_configured(route: str) -> NotImplementedRoute:

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ...api.offload import off_loop
-from ...audio.kokoro import KokoroModel
 from ...protocol.body import require_json_media_type
+from .kokoro import KokoroModel
 from .routes import served_model
 from .speech_models import parse_speech, render_speech
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
-from ...audio.encoding import FORMATS, UNSUPPORTED, supported_formats
-from ...audio.kokoro import Speech
 from ...errors import InvalidRequestError
 from ...protocol.body import parse_body
 from ...sse import data_event, sse_response
+from .encoding import FORMATS, UNSUPPORTED, supported_formats
+from .kokoro import Speech
 
 MAX_INPUT_CHARS = 4096
 MIN_SPEED, MAX_SPEED = 0.25, 4.0

@@ -9,17 +9,17 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect, server_stop_error, stream_events
+from ...api.engine_stream import collect, server_stop_error, stream_events
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import FINGERPRINT, app_state
 from ...engine.handle import RequestHandle
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...generation import Finished
 from ...protocol.mlx_lm_fields import check_model_fields
 from ...protocol.timings import TimingsClock, request_timings
 from ...sse import data_event, sse_response
-from .models import (
+from .completions_request import (
     CompletionChunkEncoder,
     CompletionRequest,
     completion_body,

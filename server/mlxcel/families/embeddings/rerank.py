@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ...api.offload import off_loop, parse_request
-from ...embedding.service import encoder_service
+from .encoder_service import encoder_service
 from .rerank_models import RerankRequest, rerank_body, rerank_pairs
 
 router = APIRouter()

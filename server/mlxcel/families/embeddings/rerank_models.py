@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...embedding.model import EncoderModel
 from ...errors import ContextLengthExceeded, InvalidRequestError
 from ...protocol.types import Int, Omittable
+from .encoder_model import EncoderModel
 
 MAX_DOCUMENTS = 256
 

@@ -2,7 +2,7 @@
 
 The router's lifespan loads the encoder models named by ``--embedding-model`` and
 ``--rerank-model`` at startup (a failed load stops the server) and keeps them on
-the app's ``services.encoders`` for this module and ``rerank.py``.
+the app's ``services.parts["embeddings"]`` for this module and ``rerank.py``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from fastapi.responses import Response
 
 from ...api.offload import json_response, off_loop, parse_request
 from ...api.state import AppState
-from ...embedding.service import EncoderService, encoder_service
 from ...errors import InvalidRequestError
-from .models import (
+from .embeddings_request import (
     EmbeddingsRequest,
     NativeEmbeddingRequest,
     embed,
@@ -25,16 +24,18 @@ from .models import (
     native_embeddings_body,
     openai_embeddings_body,
 )
+from .encoder_service import PART, EncoderService, encoder_service
 
 
 @asynccontextmanager
 async def _encoders(app: FastAPI) -> AsyncIterator[None]:
     state: AppState = app.state.mlxcel
     service = EncoderService.from_config(state.config)
-    state.services.encoders = service
+    state.services.parts[PART] = service
     try:
         yield
     finally:
+        state.services.parts.pop(PART, None)
         service.close()
 
 

@@ -2,7 +2,7 @@
 
 With ``--image-model`` the router's lifespan loads the Z-Image checkpoint on the image worker at
 startup (a failed load stops the server) and keeps the single-worker ``ImageService`` on
-``services.images``, beside the text model. Bodies are JSON only: any other declared
+``services.parts["images"]``, beside the text model. Bodies are JSON only: any other declared
 Content-Type, multipart uploads included, is 415. An edit's input image comes as
 ``images[0].image_url`` and is read under the server's media policy (``--media-path``, size and
 pixel bounds). Without an image model both routes answer 501 ``not_implemented`` naming the
@@ -23,14 +23,12 @@ from PIL import Image
 from ...api.offload import off_loop
 from ...api.state import app_state
 from ...errors import NotImplementedRoute
-from ...images.service import STATE_ATTR, ImageService, image_service, start_image_service
-from ...images.zimage import ZImageModel
 from ...media.decode import decode_image
 from ...media.policy import MediaPolicy
 from ...media.sources import read_media
 from ...protocol.body import parse_json_object, require_json_media_type, validate_model
 from ...single_worker import worker_lifespan
-from .models import (
+from .image_request import (
     ImageEditRequest,
     ImageJob,
     ImageRequest,
@@ -42,6 +40,8 @@ from .models import (
     refuse_undeliverable,
     render_images,
 )
+from .image_service import PART, ImageService, image_service, start_image_service
+from .zimage import ZImageModel
 
 log = logging.getLogger("mlxcel.images")
 IMAGE_FLAG = "--image-model (or MLXCEL_IMAGE_MODEL)"
@@ -54,7 +54,7 @@ def _loaded(model: ZImageModel) -> None:
              model.max_height)
 
 
-router = APIRouter(lifespan=worker_lifespan(STATE_ATTR, start_image_service, _loaded))
+router = APIRouter(lifespan=worker_lifespan(PART, start_image_service, _loaded))
 
 
 def images_not_configured(route: str) -> NotImplementedRoute:

@@ -1,7 +1,7 @@
 """llama-server's native API: ``/completion`` (``/completions``), ``/infill``, ``/tokenize``,
-``/detokenize``, ``/props`` and ``/slots``. Its error shape covers every llama-server native
-path, those other families serve included (``/embedding``, ``/rerank``, ``/apply-template``):
-the shape belongs to the public path, whoever serves it."""
+``/detokenize``, ``/props`` and ``/slots``, answering errors in llama-server's shape. The native
+paths other families serve (``/embedding``, ``/rerank``, ``/apply-template``) are claimed in that
+shape by the family that serves them."""
 
 from __future__ import annotations
 

@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict
 from ...api.offload import off_loop
 from ...api.state import app_state
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import NotSupported
 from ...generation import GenerationRequest
 from ...protocol.body import parse_json_object, validate_model
-from .models import NativeCompletionRequest, to_generation_requests
+from .native_completion import NativeCompletionRequest, to_generation_requests
 from .routes import run_native
 
 router = APIRouter()

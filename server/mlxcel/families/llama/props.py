@@ -1,5 +1,5 @@
 """GET /props: the server's default generation settings and properties, in the shape
-llama-server's README documents (``settings.py``)."""
+llama-server's README documents (``props_bodies.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ...api.state import AppState, app_state
 from ...chat.reasoning import reasoning_markers
 from ...chat.tool_calls import template_tool_format
 from ...generation import SamplingParams
-from .settings import (
+from .props_bodies import (
     ParamsView,
     default_generation_settings,
     params_body,

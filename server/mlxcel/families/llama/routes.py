@@ -5,24 +5,21 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ...api.generation import _watch_disconnect, server_stop_error
+from ...api.engine_stream import server_stop_error, watched_events
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import AppState, app_state
 from ...engine.handle import RequestHandle
-from ...errors import ServerError
 from ...generation import Finished, PromptProgress
 from ...sse import data_event, sse_response
 from .errors import LLAMA_ERROR_SHAPE
-from .models import (
+from .native_completion import (
     NativeCompletionRequest,
     NativeRun,
     check_logprob_entries,
@@ -91,18 +88,8 @@ class _FinalRenderer:
 
 
 async def _collect(request: Request, handle: RequestHandle, run: NativeRun) -> None:
-    watcher = asyncio.create_task(_watch_disconnect(request, handle))
-    try:
-        async for event in handle.events():
-            run.feed(event)
-            if isinstance(event, Finished) and event.reason == "error":
-                raise ServerError(f"generation failed: {event.error}")
-    finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
-    if run.finished is None:
-        raise ServerError("generation ended without a result")
+    async for event in watched_events(request, handle):
+        run.feed(event)
 
 
 async def _stream(handles: list[RequestHandle], runs: list[NativeRun],

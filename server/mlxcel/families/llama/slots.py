@@ -16,7 +16,7 @@ from ...engine.slots import ActiveSequence
 from ...errors import RouteNotFound, ServerBusy
 from ...generation import GenerationRequest
 from .props import server_params, speculative
-from .settings import slot_entry
+from .props_bodies import slot_entry
 
 router = APIRouter()
 

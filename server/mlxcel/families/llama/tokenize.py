@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ...api.offload import json_response, parse_request
 from ...api.state import app_state
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import ServerError
 from ...protocol.types import Int
 

@@ -21,10 +21,10 @@ from ...api.state import app_state
 from ...chat.template import template_variables
 from ...chat.turn import TurnSettings
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...protocol.choices import check_choice_count
-from .models import ChatCompletionRequest, check_chat_request, template_messages
+from .chat_request import ChatCompletionRequest, check_chat_request, template_messages
 
 router = APIRouter()
 

@@ -27,7 +27,7 @@ from ...generation.pieces import (
 )
 from ...protocol.choices import summed_finish
 from ...protocol.logprobs import render_logprobs
-from .models import usage_of
+from .chat_request import usage_of
 
 # What OpenAI's API reports for a request served on the standard tier: the only one here.
 SERVICE_TIER = "default"

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect, server_stop_error, stream_batches_with_progress
+from ...api.engine_stream import collect, server_stop_error, stream_batches_with_progress
 from ...api.media_offload import prepare_prompt
 from ...api.offload import parse_request
 from ...api.priority import request_priority
@@ -27,7 +27,7 @@ from ...protocol.logprobs import render_token_logprob
 from ...protocol.mlx_lm_fields import check_model_fields
 from ...protocol.timings import TimingsClock, request_timings
 from ...sse import data_event, sse_response
-from .models import ChatCompletionRequest, ChatSetup, to_chat_setup
+from .chat_request import ChatCompletionRequest, ChatSetup, to_chat_setup
 from .render import (
     ChatChunkEncoder,
     ChatOutput,

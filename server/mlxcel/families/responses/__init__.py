@@ -5,5 +5,7 @@ from __future__ import annotations
 
 from .. import Family
 from . import compact_routes, routes
+from .store_config import SECTION, StoreConfig
 
-FAMILY = Family(routers=(routes.router, compact_routes.router))
+FAMILY = Family(routers=(routes.router, compact_routes.router),
+                settings={SECTION: StoreConfig})

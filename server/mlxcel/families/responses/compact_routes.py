@@ -15,14 +15,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
-from ...api.generation import collect
+from ...api.engine_stream import collect
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
 from ...api.state import AppState, app_state
 from ...chat.output import output_setup, read_output
 from ...chat.template import render_chat_prompt
 from ...chat.tool_choice import plan_tools
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import ContextLengthExceeded, InvalidRequestError
 from ...protocol.types import Int, Omittable
 from .compaction import (
@@ -38,7 +38,7 @@ from .compaction import (
     transcript,
 )
 from .input import input_messages
-from .models import ResponsesRequest, chat_tool_choice, chat_tools, new_id, usage_body
+from .responses_wire import ResponsesRequest, chat_tool_choice, chat_tools, new_id, usage_body
 from .turn import PreparedTurn
 
 router = APIRouter()

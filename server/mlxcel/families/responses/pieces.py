@@ -18,7 +18,7 @@ from ...generation.pieces import (
     ReasoningPiece,
 )
 from .events import ResponsesEventEncoder
-from .models import new_id
+from .responses_wire import new_id
 
 Section = Literal["reasoning", "content", "call"]
 PART_OF = {"reasoning": "reasoning_text", "content": "output_text"}

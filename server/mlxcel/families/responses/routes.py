@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from ...api.generation import collect
+from ...api.engine_stream import collect
 from ...api.media_offload import prepare_prompt
 from ...api.offload import off_loop, parse_request
 from ...api.priority import request_priority
@@ -20,13 +20,13 @@ from ...chat.turn import TurnSettings
 from ...errors import InvalidRequestError, NotFoundError
 from ...sse import sse_response
 from .compact_routes import apply_context_management, compaction_threshold
-from .models import (
+from .response_store import StoredResponse
+from .responses_wire import (
     ResponsesRequest,
     finish_body,
     output_items,
     response_body,
 )
-from .response_store import StoredResponse
 from .store_service import ResponsesStores, store_lifespan, stores_of
 from .stream import stream_response
 from .turn import generation_request, prepare, remember

@@ -29,9 +29,10 @@ from .response_store import (
     response_table,
 )
 from .running import RunningResponses
+from .store_config import SECTION, StoreConfig
 from .store_location import MEMORY
 
-PART = "responses"
+PART = SECTION
 PURGE_INTERVAL_S = 30.0
 log = logging.getLogger("mlxcel.responses")
 _OPENING = threading.Lock()
@@ -62,11 +63,12 @@ def make_stores(
 
 
 def stores_for(config: ServerConfig) -> ResponsesStores:
-    """The stores the server's settings describe."""
+    """The stores the server's settings describe (the family's section, ``StoreConfig``)."""
+    store = StoreConfig.of(config)
     return make_stores(
-        config.responses_store_max_entries, config.responses_store_ttl_secs,
-        config.conversation_store_max_entries, config.conversation_store_ttl_secs,
-        config.responses_store_max_bytes, config.store_path)
+        store.responses_store_max_entries, store.responses_store_ttl_secs,
+        store.conversation_store_max_entries, store.conversation_store_ttl_secs,
+        store.responses_store_max_bytes, store.store_path)
 
 
 def stores_in(state: AppState) -> ResponsesStores:

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from ...api.generation import stream_events
+from ...api.engine_stream import stream_events
 from ...api.offload import off_loop
 from ...chat.reasoning_tokens import ReasoningTokenCount
 from ...engine.handle import RequestHandle
@@ -19,8 +19,8 @@ from ...generation import Finished
 from ...sse import named_event
 from .compact_routes import Compacted
 from .events import ResponsesEventEncoder
-from .models import finish_body
 from .pieces import ResponsesPieceEncoder
+from .responses_wire import finish_body
 from .store_service import ResponsesStores, log
 from .turn import PreparedTurn, remember
 

@@ -10,11 +10,12 @@ from typing import Any
 from ...chat.output import OutputSetup
 from ...chat.turn import TurnRequest, TurnSettings, build
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import GenerationRequest, LogitsProcessorFactory, VisionInputs
 from .input import input_messages, output_messages
-from .models import (
+from .response_store import StoredResponse
+from .responses_wire import (
     ResponsesRequest,
     chat_tool_choice,
     chat_tools,
@@ -23,7 +24,6 @@ from .models import (
     response_format_of,
     thinking_switch,
 )
-from .response_store import StoredResponse
 from .store_service import ResponsesStores
 
 

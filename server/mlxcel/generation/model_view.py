@@ -1,5 +1,5 @@
 """What the layers above the engine may know about a loaded model: its tokenizer, template,
-context and vision support, as a structural type. ``engine.model.LoadedModel`` satisfies it;
+context and vision support, as a structural type. ``engine.loaded_model.LoadedModel`` satisfies it;
 ``chat/`` and ``structured/`` are written against this, not against the engine."""
 
 from __future__ import annotations

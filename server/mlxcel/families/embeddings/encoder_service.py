@@ -2,7 +2,8 @@
 thread of their own so the event loop and the generation thread never wait on them.
 
 The service is built at startup by the embeddings router's lifespan and kept in the app's
-``services.encoders`` (api/state.py); a model that fails to load stops the server's startup.
+``services.parts["embeddings"]`` (api/state.py); a model that fails to load stops the server's
+startup.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ from typing import TypeVar
 
 from fastapi import Request
 
-from ..config import ServerConfig
-from ..errors import NotImplementedRoute, ServerBusy
-from ..startup import installed
-from .model import EncoderModel, load_encoder
+from ...config import ServerConfig
+from ...errors import NotImplementedRoute, ServerBusy
+from ...startup import installed
+from .encoder_config import SECTION, EncoderConfig
+from .encoder_model import EncoderModel, load_encoder
 
 log = logging.getLogger("mlxcel.embedding")
 T = TypeVar("T")
 MAX_PENDING = 64
+PART = SECTION
 
 
 def _extra_hint() -> str:
@@ -46,12 +49,13 @@ class EncoderService:
     @classmethod
     def from_config(cls, config: ServerConfig) -> EncoderService:
         service = cls()
-        if config.embedding_model:
-            service.embedding = load_encoder(config.embedding_model, pooling=config.pooling)
+        encoders = EncoderConfig.of(config)
+        if encoders.embedding_model:
+            service.embedding = load_encoder(encoders.embedding_model, pooling=encoders.pooling)
             log.info("embedding model %s loaded (pooling %s)", service.embedding.name,
                      service.embedding.pooling)
-        if config.rerank_model:
-            service.rerank = load_encoder(config.rerank_model, reranker=True)
+        if encoders.rerank_model:
+            service.rerank = load_encoder(encoders.rerank_model, reranker=True)
             log.info("rerank model %s loaded", service.rerank.name)
         return service
 
@@ -90,5 +94,5 @@ class EncoderService:
 
 
 def encoder_service(request: Request) -> EncoderService:
-    service: EncoderService | None = request.app.state.mlxcel.services.encoders
+    service: EncoderService | None = request.app.state.mlxcel.services.parts.get(PART)
     return service if service is not None else EncoderService()

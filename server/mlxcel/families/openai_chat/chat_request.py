@@ -16,7 +16,7 @@ from ...chat.stream_filter import ChatOutputParser
 from ...chat.template_kwargs import request_kwargs
 from ...chat.turn import TurnRequest, TurnSettings, build, check
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest
 from ...protocol.completion_fields import new_id

@@ -23,7 +23,7 @@ from ...chat.thinking_budget import ALIASES as BUDGET_ALIASES
 from ...chat.thinking_budget import raw_prompt_factories, requested_budget
 from ...config import GenerationDefaults
 from ...engine.dry import DEFAULT_STRING_BREAKERS, BreakerSequence, breakers_from_strings
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import (
     EngineEvent,
@@ -40,7 +40,7 @@ from ...protocol.timings import draft_fields, llama_timings
 from ...protocol.types import INT32_MAX, Int
 from ...structured.user_grammar import user_grammar_factories
 from .probs import completion_probabilities
-from .settings import ParamsView, params_body
+from .props_bodies import ParamsView, params_body
 
 # llama-server's JSON-object prompt: {"prompt_string": ..., "multimodal_data": [...]}.
 ObjectPrompt = dict[str, Any]

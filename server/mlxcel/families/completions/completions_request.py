@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ...chat.thinking_budget import raw_prompt_factories
 from ...config import GenerationDefaults
-from ...engine.model import LoadedModel
+from ...engine.loaded_model import LoadedModel
 from ...errors import InvalidRequestError
 from ...generation import Finished, GenerationRequest, TokenDelta, TokenLogprob
 from ...protocol.choices import check_choice_count, choice_requests

@@ -35,30 +35,49 @@ async def _watch_disconnect(request: Request, handle: RequestHandle) -> None:
         await asyncio.sleep(DISCONNECT_POLL_S)
 
 
-async def collect(request: Request, handle: RequestHandle) -> Collected:
-    """Wait for the whole generation; a client that leaves cancels it."""
+@contextlib.asynccontextmanager
+async def cancel_on_disconnect(request: Request, handle: RequestHandle) -> AsyncIterator[None]:
+    """While inside, a client that goes away cancels ``handle`` (polled every
+    ``DISCONNECT_POLL_S``); leaving before it finished cancels it too."""
     watcher = asyncio.create_task(_watch_disconnect(request, handle))
-    deltas: list[TokenDelta] = []
-    logprobs: list[TokenLogprob] = []
     try:
-        async for event in handle.events():
-            if isinstance(event, TokenDelta):
-                deltas.append(event)
-                logprobs.extend(event.logprobs)
-            else:
-                if event.reason == "error":
-                    raise ServerError(f"generation failed: {event.error}")
-                if event.reason == "cancelled" and handle.server_reason:
-                    # a shutdown stopped it: not an answer that merely looks short
-                    raise ServerBusy(handle.server_reason, code="shutting_down")
-                text = "".join(delta.text for delta in deltas)
-                return Collected(text, event, logprobs, deltas)
+        yield
     finally:
         if not handle.finished.is_set():
             handle.cancel()
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
+
+
+async def watched_events(request: Request, handle: RequestHandle) -> AsyncIterator[EngineEvent]:
+    """The engine's events of a request answered whole, up to its ``Finished``; a client that
+    leaves cancels it. A failed generation raises ``ServerError``, one a shutdown stopped
+    ``ServerBusy`` (not an answer that merely looks short)."""
+    async with cancel_on_disconnect(request, handle):
+        async for event in handle.events():
+            if isinstance(event, Finished):
+                if event.reason == "error":
+                    raise ServerError(f"generation failed: {event.error}")
+                if event.reason == "cancelled" and handle.server_reason:
+                    raise ServerBusy(handle.server_reason, code="shutting_down")
+            yield event
+            if isinstance(event, Finished):
+                return
+    raise ServerError("generation ended without a result")
+
+
+async def collect(request: Request, handle: RequestHandle) -> Collected:
+    """Wait for the whole generation; a client that leaves cancels it."""
+    deltas: list[TokenDelta] = []
+    logprobs: list[TokenLogprob] = []
+    async for event in watched_events(request, handle):
+        if isinstance(event, TokenDelta):
+            deltas.append(event)
+            logprobs.extend(event.logprobs)
+        else:
+            text = "".join(delta.text for delta in deltas)
+            return Collected(text, event, logprobs, deltas)
     raise ServerError("generation ended without a result")
 
 

@@ -16,8 +16,8 @@ from typing import Any
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.datastructures import FormData, UploadFile
 
-from ...audio.whisper import Task
 from ...errors import InvalidRequestError
+from .whisper import Task
 
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
 GRANULARITIES = ("segment", "word")

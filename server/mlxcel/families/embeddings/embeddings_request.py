@@ -9,11 +9,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...embedding.model import EncoderModel
-from ...embedding.pooling import Pooling, normalize, pool
 from ...errors import ContextLengthExceeded, InvalidRequestError
 from ...protocol.field_limits import Identifier
 from ...protocol.types import Int, Omittable
+from .encoder_model import EncoderModel
+from .pooling import Pooling, normalize, pool
 
 EmbeddingInput = str | list[str] | list[Int] | list[list[Int]]
 MAX_INPUTS = 256

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import mlx.core as mx
 import numpy as np
 
-from ..errors import InvalidRequestError
+from ...errors import InvalidRequestError
 from .g2p import MAX_CHUNK, Phonemizer, missing_packages
 
 # Kokoro's vocoder draws noise; every request starts from the same PRNG state, so one input

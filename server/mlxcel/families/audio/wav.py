@@ -15,7 +15,7 @@ from math import gcd
 
 import numpy as np
 
-from ..errors import InvalidRequestError
+from ...errors import InvalidRequestError
 
 SAMPLE_RATE = 16_000
 MIN_RATE, MAX_RATE = 1_000, 384_000
