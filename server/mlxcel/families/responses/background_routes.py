@@ -125,7 +125,8 @@ async def _follow(event_log: EventLog, after: int) -> AsyncIterator[str]:
             yield text
     except EventsDropped as exc:  # this reader fell behind the log's byte bound
         yield named_event("error", {"type": "error", "code": "events_dropped",
-                                    "message": str(exc), "param": None})
+                                    "message": str(exc), "param": None,
+                                    "sequence_number": exc.wanted})
 
 
 def check_cancellable(body: dict[str, Any]) -> None:

@@ -20,9 +20,9 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 class EventsDropped(Exception):
     """The events a reader asked for are no longer kept (the log passed its byte bound)."""
 
-    def __init__(self, first_kept: int) -> None:
+    def __init__(self, first_kept: int, wanted: int) -> None:
         super().__init__(f"events before sequence_number {first_kept} are no longer kept")
-        self.first_kept = first_kept
+        self.first_kept, self.wanted = first_kept, wanted
 
 
 class EventLog:
@@ -64,7 +64,7 @@ class EventLog:
 
     def _after(self, after: int) -> list[tuple[int, str]]:
         if after + 1 < self.first_kept:
-            raise EventsDropped(self.first_kept)
+            raise EventsDropped(self.first_kept, after + 1)
         return [event for event in self._events if event[0] > after]
 
     def check_available(self, after: int) -> None:
