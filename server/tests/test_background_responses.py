@@ -155,3 +155,20 @@ def test_a_background_response_interrupted_by_a_restart_reads_failed(tmp_path: P
         assert got.status_code == 200, got.text
         assert got.json()["status"] == "failed"
         assert got.json()["error"] == {"code": "server_error", "message": STOPPED}
+
+
+def test_a_background_response_stopped_by_a_shutdown_reads_failed(tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite3"
+    app = _app(store)
+    with TestClient(app) as client:
+        assert app.state.mlxcel.engine.wait_ready(60)
+        queued = client.post("/v1/responses", json={**LONG, "background": True}).json()
+        time.sleep(0.3)  # generating when the server stops
+    after = make_stores(10, 0, 10, 0, path=str(store))
+    try:
+        stored = after.responses.get(queued["id"])
+        assert stored is not None
+        assert stored.body["status"] == "failed", (stored.body["status"], stored.body["usage"])
+        assert stored.body["error"]["code"] == "server_error"
+    finally:
+        after.close()
