@@ -126,7 +126,7 @@ def test_a_background_stream_read_while_generating(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("query", ["stream=maybe", "stream=true&starting_after=-1",
-                                   "stream=true&starting_after=x"])
+                                   "stream=true&starting_after=x", "starting_after=1.5"])
 def test_bad_stream_queries_are_400s(client: TestClient, query: str) -> None:
     done = client.post("/v1/responses", json={"input": "hi", "max_output_tokens": 2,
                                               "background": True}).json()

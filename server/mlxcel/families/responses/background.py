@@ -50,7 +50,7 @@ class BackgroundResponses:
               cancel: Callable[[str | None], None],
               on_crash: Callable[[BaseException], Awaitable[None]]) -> BackgroundJob:
         """Run ``events`` to their end in a task of its own, logging each event."""
-        self._purge()
+        self.purge()
         job = BackgroundJob(EventLog(self.log_max_bytes), cancel)
         job.task = asyncio.create_task(self._pump(job, events, on_crash),
                                        name=f"background {response_id}")
@@ -74,14 +74,14 @@ class BackgroundResponses:
             job.ended_at = self.clock()
 
     def log_of(self, response_id: str) -> EventLog | None:
-        self._purge()
+        self.purge()
         job = self.jobs.get(response_id)
         return None if job is None else job.log
 
     def forget(self, response_id: str) -> None:
         self.jobs.pop(response_id, None)
 
-    def _purge(self) -> None:
+    def purge(self) -> None:
         """Drop the logs of responses ended more than ``LOG_TTL_S`` ago, then the oldest ended
         ones past ``ENDED_LOGS_MAX_BYTES``."""
         now = self.clock()

@@ -80,21 +80,17 @@ def _starting_after(request: Request) -> int:
     raw = request.query_params.get("starting_after")
     if raw is None:
         return -1
-    try:
-        after = int(raw)
-    except ValueError:
-        after = -1
-    if after < 0 or not raw.strip().isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise InvalidRequestError("starting_after must be a non-negative integer.",
                                   param="starting_after")
-    return after
+    return int(raw)
 
 
 def wants_stream(request: Request) -> bool:
-    """``?stream=true`` on GET (and a valid ``starting_after`` with it)."""
+    """``?stream=true`` on GET; a ``starting_after`` that is not a non-negative integer is a
+    400 with or without it."""
     stream = _flag(request, "stream")
-    if stream:
-        _starting_after(request)
+    _starting_after(request)
     return stream
 
 

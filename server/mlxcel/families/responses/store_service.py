@@ -103,6 +103,7 @@ def stores_of(request: Request) -> ResponsesStores:
 async def _purge_forever(stores: ResponsesStores) -> None:
     while True:
         await asyncio.sleep(PURGE_INTERVAL_S)
+        stores.background.purge()  # the event logs of background responses past their TTL
         try:
             await off_loop(stores.db.purge_expired)
         except Exception:  # a busy or full disk must not end the timer
