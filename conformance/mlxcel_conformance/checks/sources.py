@@ -232,6 +232,9 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "cache_stats_fields": (E, REFERENCE + ": /v1/cache/stats"),
     "priority_order": (E, REFERENCE + ": X-Priority"),
     "server_busy_503": (E, REFERENCE + ": admission control (503 server_busy)"),
+    "seed_after_cache_hit": (E, REFERENCE + ": docs/chat.md, Seeds and greedy decoding (a "
+                             "cold prefill repeats bit for bit; a cache hit may move the last "
+                             "bits)"),
     "seeded_determinism": (E, REFERENCE + ": a seed drives the request's own draws "
                            "(docs/chat.md, Seeds and greedy decoding)"),
     "loop_detection": (E, REFERENCE + ": loop detection"),
