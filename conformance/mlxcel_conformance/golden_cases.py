@@ -159,7 +159,9 @@ CASES: tuple[GoldenCase, ...] = (
                    {"type": "input_image", "image_url": "data:image/png;base64,AA"}]}])),
     GoldenCase("error_truncation", "responses", "POST", RESPONSES,
                _resp("hi", truncation="auto")),
-    GoldenCase("error_background", "responses", "POST", RESPONSES, _resp("hi", background=True)),
+    # OpenAI's background mode needs store (https://platform.openai.com/docs/guides/background)
+    GoldenCase("error_background_without_store", "responses", "POST", RESPONSES,
+               _resp("hi", background=True, store=False)),
     GoldenCase("error_previous_not_found", "responses", "POST", RESPONSES,
                _resp("hi", previous_response_id="resp_missing")),
     GoldenCase("error_malformed_json", "responses", "POST", RESPONSES, raw="{not json"),
@@ -272,7 +274,6 @@ EXTENSION_GOLDENS: dict[str, str] = {
     "responses/error_input_file": "refusals",
     "responses/error_input_image": "refusals",  # a text-only model here
     "responses/error_truncation": "refusals",  # OpenAI serves truncation: auto
-    "responses/error_background": "refusals",  # OpenAI serves background: true
     "responses/context_management_stream": "compaction",
     "responses/compact": "compaction",
     "responses/error_compact_nothing_to_summarize": "compaction",

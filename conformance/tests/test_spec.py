@@ -95,8 +95,9 @@ EXPECTED_OPERATIONS.update({
 # Streams without a terminator event: llama-server's native routes end without [DONE].
 UNTERMINATED_STREAMS = ("/completion", "/completions", "/infill")
 # Streams: chat (and its alias) and completions end with [DONE]; Responses and Messages (and their
-# aliases), speech (and its alias) and llama-server's native routes do not.
-STREAMS = 9 + len(UNTERMINATED_STREAMS)
+# aliases), a background response's events (GET /v1/responses/{id}?stream=true, and its alias),
+# speech (and its alias) and llama-server's native routes do not.
+STREAMS = 11 + len(UNTERMINATED_STREAMS)
 
 
 def _raw() -> dict[str, Any]:

@@ -122,3 +122,32 @@ def test_a_stream_with_store_false_leaves_nothing_behind(running: str) -> None:
     response_id = _leave_mid_stream(running, body, deltas=3)
     time.sleep(0.3)
     assert httpx.get(f"{running}/v1/responses/{response_id}", timeout=10).status_code == 404
+
+
+@pytest.mark.timeout(300)
+def test_a_background_response_killed_mid_generation_reads_failed(fixture_model: str,
+                                                                  store_file: Path) -> None:
+    server = _start(fixture_model, store_file)
+    try:
+        base = server.base_url
+        queued = _post(base, "/v1/responses", {"input": "Tell me a long story.",
+                                               "background": True, "max_output_tokens": 4000,
+                                               "ignore_eos": True})
+        assert queued["status"] == "queued"
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{base}/v1/responses/{queued['id']}",
+                        timeout=10).json()["status"] == "queued":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        assert server.process is not None
+        server.process.send_signal(signal.SIGKILL)  # mid-generation: no shutdown hook
+        server.process.wait(10)
+    again = _start(fixture_model, store_file)
+    try:
+        got = httpx.get(f"{again.base_url}/v1/responses/{queued['id']}", timeout=30)
+        assert got.status_code == 200, got.text
+        assert got.json()["status"] == "failed"
+        assert got.json()["error"]["code"] == "server_error"
+    finally:
+        again.stop()

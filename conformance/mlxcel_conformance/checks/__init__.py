@@ -9,6 +9,7 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 `backpressure` (clients that read or send slowly),
 `anthropic_schema_keys` (the Message keys of Anthropic's current schema), `chat_choices` (``n``),
 `responses_store` (what a Responses store keeps: after a disconnect, a restart; field bounds),
+`responses_background` (background mode: queued, polled, cancelled, resumed),
 `inline_checks` (checks whose logic runs inline in a test, registered by name).
 """
 
@@ -52,6 +53,7 @@ CHECK_MODULES = (
     "anthropic_schema_keys",
     "chat_choices",
     "responses_store",
+    "responses_background",
     "inline_checks",
 )
 

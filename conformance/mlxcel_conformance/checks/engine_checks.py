@@ -45,6 +45,46 @@ def check_seeded_determinism(alone: str, batched: Sequence[str]) -> None:
                  "different text", first=batched[0], other=text, alone=alone)
 
 
+# How far two computations of one prompt's logits may drift (kernels of other shapes, last
+# bits) and still be the same computation; a different draw moves logprobs far more.
+LOGPROB_DRIFT = 1e-4
+
+
+def _first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
+    differs = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    return differs if differs is not None or len(a) == len(b) else min(len(a), len(b))
+
+
+@check("seed_after_cache_hit", severity=Severity.HIGH,
+       description="A seeded request after another prompt filled the prompt cache: with "
+       "cache_prompt false it is the cold run token for token; with the cache hit it is too, "
+       "or differs only where the logprobs so far agree within the last bits")
+def check_seed_after_cache_hit(cold: tuple[Sequence[int], Sequence[float]],
+                               hit: tuple[Sequence[int], Sequence[float]],
+                               uncached: tuple[Sequence[int], Sequence[float]]) -> int | None:
+    """Each run is (token ids, their logprobs). The reference's statement (docs/chat.md,
+    "Seeds and greedy decoding"): what ran before a seeded request never changes its draws; a
+    cold prefill (``cache_prompt: false``) is the same computation bit for bit; a prompt-cache
+    hit may compute the last bits differently, and a near-tie may then flip. Returns where the
+    cache-hit run left the cold one (None: it did not)."""
+    if not cold[0]:
+        fail("seed_after_cache_hit", "the seeded request returned no token probabilities")
+    bypassed = _first_difference(cold[0], uncached[0])
+    if bypassed is not None:
+        fail("seed_after_cache_hit", f"with cache_prompt false, after another request, the "
+             f"seeded run leaves the cold one at token {bypassed}: something that ran before "
+             "it changed its draws", cold=list(cold[0]), uncached=list(uncached[0]))
+    differs = _first_difference(cold[0], hit[0])
+    upto = len(cold[0]) if differs is None else differs
+    drift = max((abs(a - b) for a, b in zip(cold[1][:upto], hit[1][:upto], strict=False)),
+                default=0.0)
+    if drift > LOGPROB_DRIFT:
+        fail("seed_after_cache_hit", f"after a prompt-cache hit the logprobs of the same tokens "
+             f"differ by {drift:.2e} (> {LOGPROB_DRIFT:g}): not a last-bits difference of one "
+             "computation", drift=drift, first_difference=differs)
+    return differs
+
+
 @check("logprobs_match_sampled_token", severity=Severity.HIGH,
        description="Each logprobs entry is the sampled token: tokens concatenate to the content, "
        "greedy picks the top alternative, and the top list is sorted",

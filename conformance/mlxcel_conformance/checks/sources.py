@@ -84,6 +84,8 @@ SSE = ("WHATWG HTML Living Standard, Server-sent events, event stream interpreta
        "#event-stream-interpretation)")
 RFC9110 = "RFC 9110 (https://www.rfc-editor.org/rfc/rfc9110)"
 SPEC_VIEW = "openapi/openapi.yaml, contract view: properties without x-mlxcel-extension"
+BACKGROUND = ("OpenAI guide, Background mode (https://platform.openai.com/docs/guides/"
+              "background)")
 REFERENCE = "mlxcel API reference (openapi/openapi.yaml, docs/)"
 
 C, E = Tier.CONTRACT, Tier.EXTENSION
@@ -177,6 +179,16 @@ SOURCES: dict[str, tuple[Tier, str]] = {
                             "characters), safety_identifier maxLength 64, top_logprobs 0-20"),
     "field_limits_no_server_error": (C, OPENAI_ERRORS + ": a malformed request is a 4xx"),
     "field_limits_refused": (E, REFERENCE + ": a 400 naming the field past each bound"),
+    "background_queued": (C, BACKGROUND + ": a background response is returned at once, "
+                          "status queued"),
+    "background_polled_final": (C, BACKGROUND + ": poll the response until it is no longer "
+                                "queued or in_progress"),
+    "background_cancelled": (C, BACKGROUND + "; " + openai("responses/cancel",
+                                                          "Cancel a response")),
+    "background_cancel_idempotent": (C, BACKGROUND + ": cancelling twice is idempotent"),
+    "background_resume_exact": (C, BACKGROUND + ": resume a stream with starting_after; "
+                                + openai("responses/get", "Retrieve a model response: stream, "
+                                         "starting_after")),
     # -- Anthropic
     "anthropic_message_body": (C, ANTHROPIC),
     "anthropic_event_order": (C, ANTHROPIC_STREAM),
@@ -220,6 +232,9 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "cache_stats_fields": (E, REFERENCE + ": /v1/cache/stats"),
     "priority_order": (E, REFERENCE + ": X-Priority"),
     "server_busy_503": (E, REFERENCE + ": admission control (503 server_busy)"),
+    "seed_after_cache_hit": (E, REFERENCE + ": docs/chat.md, Seeds and greedy decoding (a "
+                             "cold prefill repeats bit for bit; a cache hit may move the last "
+                             "bits)"),
     "seeded_determinism": (E, REFERENCE + ": a seed drives the request's own draws "
                            "(docs/chat.md, Seeds and greedy decoding)"),
     "loop_detection": (E, REFERENCE + ": loop detection"),

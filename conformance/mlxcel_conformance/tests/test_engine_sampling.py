@@ -10,6 +10,7 @@ import pytest
 from mlxcel_conformance.checks.engine_checks import (
     check_logprobs_match_sampled_token,
     check_loop_stopped,
+    check_seed_after_cache_hit,
     check_seeded_determinism,
     check_stop_string_not_leaked,
 )
@@ -17,6 +18,7 @@ from mlxcel_conformance.checks.openai_common import chat_logprobs_entries
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import CHAT_PATH, chat_payload, message_content
 from mlxcel_conformance.readers import read_chat, read_stream
+from mlxcel_conformance.surfaces import require_surface
 
 
 def _story(model_name: str | None, **fields: object) -> dict[str, object]:
@@ -33,6 +35,35 @@ def test_seed_same_text_alone_and_batched(client: SuiteClient, model_name: str |
         futures = [pool.submit(read_chat, client, p) for p in [payload, *others, payload]]
         bodies = [f.result() for f in futures]
     check_seeded_determinism(alone, [message_content(bodies[0]), message_content(bodies[-1])])
+
+
+# The issue-42 sequence: a seeded /completion cold, then after another prompt that shares its
+# prefix filled the prompt cache (with the cache hit, and with cache_prompt: false).
+_PREFIX = ("The old lighthouse keeper climbed the spiral stairs every evening to light the lamp. "
+           "He had done this for forty years, and the village below trusted him completely. ")
+
+
+def _seeded_run(client: SuiteClient, prompt: str, **fields: object) -> tuple[list[int],
+                                                                            list[float]]:
+    answer = client.post("/completion", {"prompt": prompt, "temperature": 0.9, "seed": 1026,
+                                         "n_predict": 40, "n_probs": 1, **fields})
+    expect_status(answer, 200)
+    probs = json_body(answer).get("completion_probabilities") or []
+    return [int(p["id"]) for p in probs], [float(p["logprob"]) for p in probs]
+
+
+@pytest.mark.conformance(family="mlxcel-ext", feature="sampling.seed.cache_hit",
+                         extension="sampling")
+def test_seed_after_another_prompt_filled_the_cache(client: SuiteClient) -> None:
+    require_surface(client, "/v1/cache/reset")
+    prompt, other = _PREFIX + "One stormy night, he noticed", _PREFIX + "On the morning of"
+    expect_status(client.post("/v1/cache/reset"), 200)
+    cold = _seeded_run(client, prompt)
+    expect_status(client.post("/v1/cache/reset"), 200)
+    _seeded_run(client, other, seed=5, n_predict=1)
+    uncached = _seeded_run(client, prompt, cache_prompt=False)
+    hit = _seeded_run(client, prompt)
+    check_seed_after_cache_hit(cold, hit, uncached)
 
 
 @pytest.mark.conformance(family="chat", feature="chat.logprobs.sampled_token")

@@ -162,8 +162,6 @@ def test_responses_retrieve_delete(client: SuiteClient, model_name: str | None,
             output_text(body) != output_text(created):
         fail("response_body", "the retrieved response differs from the created one",
              created=created, retrieved=body)
-    cancelled = client.post(f"{path}/cancel")
-    expect_status(cancelled, 200)
     deleted = client.http.delete(path)
     expect_status(deleted, 200)
     if json_body(deleted) != {"id": created["id"], "object": "response.deleted",

@@ -52,7 +52,6 @@ REFUSED_BODIES: dict[str, dict[str, Any]] = {
     "input_file": {"input": [{"role": "user", "content": [FILE]}]},
     "input_image_text_only": {"input": [{"role": "user", "content": [IMAGE]}]},
     "truncation_auto": {"input": "hi", "truncation": "auto"},
-    "background": {"input": "hi", "background": True},
 }
 
 

@@ -31,7 +31,8 @@ class State(enum.Enum):
 
 TRANSITIONS: dict[State, dict[str, State]] = {
     State.IDLE: {"response.created": State.CREATED},
-    State.CREATED: {"response.in_progress": State.IN_PROGRESS, "error": State.ERRORED},
+    State.CREATED: {"response.queued": State.CREATED,  # a background response, first queued
+                    "response.in_progress": State.IN_PROGRESS, "error": State.ERRORED},
     State.IN_PROGRESS: {
         "mlx.compaction.started": State.COMPACTING,
         "response.output_item.added": State.ITEM,

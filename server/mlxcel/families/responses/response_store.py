@@ -6,7 +6,10 @@ Durability: the database runs in WAL mode with ``synchronous=NORMAL``, and every
 transaction, so a process killed at any point (SIGKILL included) loses at most the write it was
 making and never damages the entries already committed
 (https://www.sqlite.org/wal.html, "Advantages"; https://www.sqlite.org/pragma.html#pragma_synchronous).
-A response being generated is not written until it ends (``running.py`` holds it meanwhile).
+A response being generated in the foreground is not written until it ends (``running.py``
+holds it meanwhile). A background one is written at once, marked ``unfinished``; opening the
+database marks every response still unfinished ``failed`` (``fail_unfinished``): the process
+that was generating it is gone, so a client polling it never reads ``in_progress`` forever.
 
 Bounds: one byte budget for both tables, counted as the UTF-8 JSON bytes actually stored (a
 4-byte character counts 4), plus a count and a time-to-live per table. A write evicts expired
@@ -33,7 +36,7 @@ from typing import Any, Generic, TypeVar
 from .store_location import MEMORY, StorePathError, prepare_path
 
 V = TypeVar("V")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA = """
@@ -44,6 +47,7 @@ CREATE TABLE IF NOT EXISTS entries (
     size INTEGER NOT NULL,
     expires_at REAL,
     used_at REAL NOT NULL,
+    unfinished INTEGER NOT NULL DEFAULT 0,
     UNIQUE (kind, id)
 );
 CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at);
@@ -97,6 +101,9 @@ class ResponseDatabase:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.executescript(_SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+        if "unfinished" not in columns:  # a version 1 file
+            conn.execute("ALTER TABLE entries ADD COLUMN unfinished INTEGER NOT NULL DEFAULT 0")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextmanager
@@ -112,8 +119,10 @@ class ResponseDatabase:
                 raise
             self._conn.execute("COMMIT")
 
-    def put(self, kind: str, key: str, value: Any, limits: TableLimits) -> bool:
-        """Store ``value`` (False where it alone exceeds the budget: then the key is removed)."""
+    def put(self, kind: str, key: str, value: Any, limits: TableLimits,
+            unfinished: bool = False) -> bool:
+        """Store ``value`` (False where it alone exceeds the budget: then the key is removed);
+        ``unfinished``: a background response still being generated."""
         blob = encode(value)
         size = len(blob) + len(key.encode("utf-8", "surrogatepass"))
         now = self._clock()
@@ -124,11 +133,12 @@ class ResponseDatabase:
                 freed = True
             else:
                 conn.execute(
-                    "INSERT INTO entries (kind, id, value, size, expires_at, used_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET "
+                    "INSERT INTO entries (kind, id, value, size, expires_at, used_at, unfinished) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET "
                     "value = excluded.value, size = excluded.size, "
-                    "expires_at = excluded.expires_at, used_at = excluded.used_at",
-                    (kind, key, blob, size, expires, now))
+                    "expires_at = excluded.expires_at, used_at = excluded.used_at, "
+                    "unfinished = excluded.unfinished",
+                    (kind, key, blob, size, expires, now, int(unfinished)))
                 freed = self._evict(conn, kind, limits.max_entries, now)
         if freed:
             self._release_pages()
@@ -193,6 +203,19 @@ class ResponseDatabase:
             self._release_pages()
         return gone
 
+    def fail_unfinished(self, kind: str, fail: Callable[[Any], Any]) -> int:
+        """Rewrite every unfinished entry of ``kind`` through ``fail`` (at startup: whoever was
+        generating them is gone); the number rewritten."""
+        with self._write() as conn:
+            rows = conn.execute("SELECT id, value FROM entries WHERE kind = ? AND unfinished = 1",
+                                (kind,)).fetchall()
+            for key, raw in rows:
+                blob = encode(fail(json.loads(bytes(raw).decode("utf-8", "surrogatepass"))))
+                size = len(blob) + len(key.encode("utf-8", "surrogatepass"))
+                conn.execute("UPDATE entries SET value = ?, size = ?, unfinished = 0 "
+                             "WHERE kind = ? AND id = ?", (blob, size, kind, key))
+        return len(rows)
+
     def count(self, kind: str) -> int:
         with self._lock:
             (n,) = self._conn.execute("SELECT COUNT(*) FROM entries WHERE kind = ?",
@@ -230,8 +253,12 @@ class StoreTable(Generic[V]):
     def enabled(self) -> bool:
         return self.limits.max_entries > 0
 
-    def put(self, key: str, value: V) -> bool:
-        return self.enabled and self.db.put(self.kind, key, self._dump(value), self.limits)
+    def put(self, key: str, value: V, unfinished: bool = False) -> bool:
+        return self.enabled and self.db.put(self.kind, key, self._dump(value), self.limits,
+                                            unfinished)
+
+    def fail_unfinished(self, fail: Callable[[V], V]) -> int:
+        return self.db.fail_unfinished(self.kind, lambda raw: self._dump(fail(self._load(raw))))
 
     def get(self, key: str) -> V | None:
         if not self.enabled:

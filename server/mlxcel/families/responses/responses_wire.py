@@ -4,7 +4,7 @@ the ``response`` object (every field OpenAI's ``Response`` requires).
 Translation: ``instructions`` (not carried over by ``previous_response_id``) becomes a leading
 system message, the stored history comes next, then ``input``. Function tools become chat
 tools for the template; built-in tools, ``input_file``, ``truncation`` other than
-``disabled`` and ``background: true`` are 400s.
+``disabled`` are 400s; ``background: true`` is served (``background.py``).
 """
 
 from __future__ import annotations
@@ -69,9 +69,6 @@ class ResponsesRequest(OpenAISamplingFields):
 def check_unsupported(request: ResponsesRequest) -> None:
     """The documented 400s for features this server does not serve."""
     request.check_n()
-    if request.background:
-        raise InvalidRequestError("background responses are not supported by this server.",
-                                  param="background")
     if request.truncation not in (None, "disabled"):
         raise InvalidRequestError(
             f"truncation {request.truncation!r} is not supported; only 'disabled' is.",
@@ -251,7 +248,7 @@ def response_body(
         "created_at": int(time.time()),
         "completed_at": None,
         "status": status,
-        "background": False,
+        "background": request.background is True,
         "error": None,
         "incomplete_details": None,
         "instructions": request.instructions,

@@ -1,6 +1,7 @@
-"""/v1/responses (and the aliases without /v1): create, retrieve, delete, cancel, count input
-tokens. Stores: ``store_service.stores_of`` (SQLite, ``response_store.py``; responses being
-generated in ``running.py``)."""
+"""/v1/responses (and the aliases without /v1): create (in the foreground or the background,
+``background_routes.py``), retrieve (as JSON, or a background response's events), delete,
+cancel, count input tokens. Stores: ``store_service.stores_of`` (SQLite,
+``response_store.py``; responses being generated in ``running.py``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ from ...chat.reasoning_tokens import thinking_tokens
 from ...chat.turn import TurnSettings
 from ...errors import InvalidRequestError, NotFoundError
 from ...sse import sse_response
+from .background_routes import (
+    check_background,
+    check_cancellable,
+    start_background,
+    stream_from,
+    wants_stream,
+)
 from .compact_routes import apply_context_management, compaction_threshold
 from .response_store import StoredResponse
 from .responses_wire import (
@@ -44,9 +52,14 @@ async def create_response(request: Request) -> Response:
                                 state.config.defaults.n_predict, TurnSettings.of(state.config))
     compacted = await apply_context_management(request, state, model, turn)
     gen = generation_request(turn, state.config.defaults, model.context_size)
+    if body.background:
+        check_background(turn, stores)
     handle = state.engine.submit(gen, request_priority(request))
     skeleton = response_body(gen.request_id, body, state.model_name,
+                             status="queued" if body.background else "in_progress",
                              sampling=(gen.sampling.temperature, gen.sampling.top_p))
+    if body.background:
+        return await start_background(handle, turn, skeleton, stores, compacted)
     if body.stream:
         return sse_response(stream_response(handle, turn, skeleton, stores, compacted))
     done = await collect(request, handle)
@@ -84,19 +97,27 @@ async def _stored_body(request: Request, response_id: str) -> dict[str, Any]:
 
 
 async def retrieve_response(request: Request, response_id: str) -> Response:
-    return JSONResponse(await _stored_body(request, response_id))
+    stream = wants_stream(request)
+    body = await _stored_body(request, response_id)
+    if stream:
+        return stream_from(request, stores_of(request), body)
+    return JSONResponse(body)
 
 
 async def delete_response(request: Request, response_id: str) -> Response:
     stores = _enabled(stores_of(request))
     running = stores.running.delete(response_id)  # deleting a running one stops it too
+    stores.background.forget(response_id)
     if not await off_loop(stores.responses.delete, response_id) and not running:
         raise _not_found(response_id)
     return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
 
 async def cancel_response(request: Request, response_id: str) -> Response:
+    """Stop a queued or generating background response (it then reads ``cancelled``); one
+    already ended is returned as it is."""
     stores = _enabled(stores_of(request))
+    check_cancellable(await _stored_body(request, response_id))
     running = stores.running.cancel(response_id)
     return JSONResponse(running if running is not None else
                         await _stored_body(request, response_id))

@@ -25,8 +25,17 @@ class RunningResponses:
         self._lock = threading.Lock()
 
     def start(self, response_id: str, body: dict[str, Any], cancel: Callable[[], None]) -> None:
+        """Hold the response (a background one is held by its route first: kept as is)."""
         with self._lock:
-            self._items[response_id] = Running(body, cancel)
+            self._items.setdefault(response_id, Running(body, cancel))
+
+    def update(self, response_id: str, body: dict[str, Any]) -> None:
+        """The response as it now reads (a background one: ``queued``, then ``in_progress``),
+        unless a cancel already marked it."""
+        with self._lock:
+            running = self._items.get(response_id)
+            if running is not None and running.body.get("status") != "cancelled":
+                running.body = body
 
     def get(self, response_id: str) -> dict[str, Any] | None:
         with self._lock:

@@ -1,7 +1,8 @@
 """The Responses family's stores as a service of the app: opened by the family router's
 lifespan (or on first use, where an app runs without its lifespan, as a bare test client does),
 kept in the app's ``services.parts["responses"]``, purged of expired entries on a timer, and
-closed at shutdown."""
+closed at shutdown. Opening them marks the background responses a stopped process left
+unfinished ``failed``; shutting down stops the background responses still generated first."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from fastapi import FastAPI, Request
 from ...api.offload import off_loop
 from ...api.state import AppState, app_state
 from ...config import ServerConfig
+from .background import STOPPED, BackgroundResponses
 from .response_store import (
     ResponseDatabase,
     StoredResponse,
@@ -44,6 +46,7 @@ class ResponsesStores:
     responses: StoreTable[StoredResponse]
     conversations: StoreTable[list[dict[str, Any]]]
     running: RunningResponses = field(default_factory=RunningResponses)
+    background: BackgroundResponses = field(default_factory=BackgroundResponses)
 
     def close(self) -> None:
         self.db.close()
@@ -63,12 +66,25 @@ def make_stores(
 
 
 def stores_for(config: ServerConfig) -> ResponsesStores:
-    """The stores the server's settings describe (the family's section, ``StoreConfig``)."""
+    """The stores the server's settings describe (the family's section, ``StoreConfig``), with
+    the background responses an earlier process left unfinished marked ``failed``."""
     store = StoreConfig.of(config)
-    return make_stores(
+    stores = make_stores(
         store.responses_store_max_entries, store.responses_store_ttl_secs,
         store.conversation_store_max_entries, store.conversation_store_ttl_secs,
         store.responses_store_max_bytes, store.store_path)
+    failed = stores.responses.fail_unfinished(interrupted)
+    if failed:
+        log.warning("%d background response(s) left unfinished by an earlier process now "
+                    "read failed", failed)
+    return stores
+
+
+def interrupted(stored: StoredResponse) -> StoredResponse:
+    """A background response whose process stopped before it ended."""
+    body = {**stored.body, "status": "failed",
+            "error": {"code": "server_error", "message": STOPPED}}
+    return StoredResponse(body, stored.history)
 
 
 def stores_in(state: AppState) -> ResponsesStores:
@@ -89,6 +105,7 @@ def stores_of(request: Request) -> ResponsesStores:
 async def _purge_forever(stores: ResponsesStores) -> None:
     while True:
         await asyncio.sleep(PURGE_INTERVAL_S)
+        stores.background.purge()  # the event logs of background responses past their TTL
         try:
             await off_loop(stores.db.purge_expired)
         except Exception:  # a busy or full disk must not end the timer
@@ -110,6 +127,7 @@ async def store_lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        await stores.background.stop()  # their ends are stored before the database closes
         timer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await timer

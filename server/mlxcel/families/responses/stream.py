@@ -6,7 +6,7 @@ is generated and stored when it ends, however it ends: a client that goes away l
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -20,6 +20,7 @@ from ...sse import named_event
 from .compact_routes import Compacted
 from .events import ResponsesEventEncoder
 from .pieces import ResponsesPieceEncoder
+from .response_store import StoredResponse
 from .responses_wire import finish_body
 from .store_service import ResponsesStores, log
 from .turn import PreparedTurn, remember
@@ -42,39 +43,71 @@ async def stream_response(
     stores: ResponsesStores,
     compacted: Compacted | None = None,
 ) -> AsyncIterator[str]:
+    """The response's events as SSE text; closing it (the client went away) stops the
+    generation and stores the response ``cancelled``."""
+    events = response_events(handle, turn, skeleton, stores, compacted)
+    async with contextlib.aclosing(events):
+        async for batch in events:
+            yield _send(batch)
+
+
+async def response_events(
+    handle: RequestHandle,
+    turn: PreparedTurn,
+    skeleton: dict[str, Any],
+    stores: ResponsesStores,
+    compacted: Compacted | None = None,
+) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """The response's events, in the groups that are sent together. ``skeleton`` with
+    ``background: true`` starts ``queued``, and its end is stored however it ends (a failure or
+    a server stop reads ``failed``)."""
     enc = ResponsesEventEncoder()
     writer = ResponsesPieceEncoder(enc)
     counter = ReasoningTokenCount(turn.output.new_parser(skeleton["id"]))
     parser = counter.parser
     response_id = skeleton["id"]
+    background = bool(skeleton.get("background"))
     kept = turn.body.store is not False and stores.responses.enabled
     if kept:
         stores.running.start(response_id, skeleton, handle.cancel)
     generated, ended = 0, False
     try:
-        yield _send([enc.response_event("response.created", skeleton),
-                     enc.response_event("response.in_progress", skeleton)])
+        started = {**skeleton, "status": "in_progress"}
+        if background:
+            yield [enc.response_event("response.created", skeleton),
+                   enc.response_event("response.queued", skeleton)]
+            stores.running.update(response_id, started)
+        else:
+            yield [enc.response_event("response.created", skeleton)]
+        yield [enc.response_event("response.in_progress", started)]
         if compacted is not None:
             # Compaction ran before the stream opened (so its 400s are real statuses); its
             # events still come first, in the documented order.
             before, after = compacted.tokens_before, compacted.tokens_after
-            yield _send([enc.custom("mlx.compaction.started", input_tokens_before=before),
-                         enc.custom("mlx.compaction.completed", input_tokens_before=before,
-                                    input_tokens_after=after),
-                         enc.add_item(compacted.item()), enc.close_item()])
+            yield [enc.custom("mlx.compaction.started", input_tokens_before=before),
+                   enc.custom("mlx.compaction.completed", input_tokens_before=before,
+                              input_tokens_after=after),
+                   enc.add_item(compacted.item()), enc.close_item()]
         async for event in stream_events(handle):
             if not isinstance(event, Finished):
                 generated += len(event.token_ids)
-                yield _send(writer.pieces(counter.feed(event)))
+                yield list(writer.pieces(counter.feed(event)))
                 continue
             ended = True
-            if event.reason == "error":  # a failed response is not kept
-                yield _send([enc.error(f"generation failed: {event.error}"),
-                             enc.response_event("response.failed", _failed(skeleton, event))])
+            if background and event.reason == "cancelled" and handle.server_reason:
+                event = Finished("error", event.prompt_tokens, event.completion_tokens,
+                                 error=handle.server_reason)
+            if event.reason == "error":  # a failed response is kept only in the background
+                failed = _failed(started, event)
+                if background and not stores.running.deleted(response_id):
+                    await off_loop(stores.responses.put, response_id,
+                                   StoredResponse(failed, turn.history))
+                yield [enc.error(f"generation failed: {event.error}"),
+                       enc.response_event("response.failed", failed)]
                 return
             status = "incomplete" if event.reason == "length" else "completed"
-            yield _send([*writer.pieces(parser.finish()), *writer.finish(status)])
-            final = _finish(skeleton, event, writer, counter.tokens)
+            closing = [*writer.pieces(parser.finish()), *writer.finish(status)]
+            final = _finish(started, event, writer, counter.tokens)
             if not stores.running.deleted(response_id):
                 await off_loop(remember, stores, turn, final)
             streamed = final
@@ -84,7 +117,7 @@ async def stream_response(
                 streamed = {**final, "status": "incomplete"}
             terminal = "response.completed" if streamed["status"] == "completed" else \
                 "response.incomplete"
-            yield _send([enc.response_event(terminal, streamed)])
+            yield [*closing, enc.response_event(terminal, streamed)]
     finally:
         if not handle.finished.is_set():
             handle.cancel()

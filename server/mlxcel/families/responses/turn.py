@@ -114,6 +114,7 @@ def generation_request(turn: PreparedTurn, defaults: GenerationDefaults,
         logits_processor_factories=turn.constraints,
         request_id=new_id("resp"),
         vision=turn.vision,
+        ignore_eos=bool(turn.body.ignore_eos),
     )
 
 
