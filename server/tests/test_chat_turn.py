@@ -1,9 +1,9 @@
 """One chat turn for every family (``chat/turn.py``), end to end through the app on the fixture
 model: ``--chat-template`` seen by the first request of each family and by ``/props``,
-``--chat-template-kwargs`` and ``--prefill-assistant`` reaching Messages and Responses,
-Anthropic's ``thinking: disabled`` rendered as chat's ``enable_thinking: false`` (no reasoning
-generated), and the ``tool_choice`` refusals worded alike on Chat, Responses and Messages,
-each in its family's error shape."""
+``--chat-template-kwargs`` reaching Messages and Responses, a Messages prefill continued with
+or without ``--prefill-assistant``, Anthropic's ``thinking: disabled`` rendered as chat's
+``enable_thinking: false`` (no reasoning generated), and the ``tool_choice`` refusals worded
+alike on Chat, Responses and Messages, each in its family's error shape."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ def test_server_template_kwargs_reach_messages_and_responses(serve: Client) -> N
     assert enabled["output_tokens_details"]["thinking_tokens"] > 0
 
 
-def test_prefill_assistant_reaches_messages(serve: Client) -> None:
+def test_messages_continue_a_prefill_whatever_the_flag(serve: Client) -> None:
     prefilled = [*HI, {"role": "assistant", "content": "Hello"}]
     plain = serve()
     client = serve(prefill_assistant=True)
@@ -205,10 +205,13 @@ def test_prefill_assistant_reaches_messages(serve: Client) -> None:
         return int(c.post("/v1/messages/count_tokens",
                           json={"messages": prefilled}).json()["input_tokens"])
 
-    # continued: no end of turn after "Hello" and no new assistant turn
-    assert count(client) < count(plain)
+    # continued on both (Anthropic's prefill): no end of turn after "Hello", no new turn
+    assert count(client) == count(plain)
     chat = client.post("/v1/chat/completions/input_tokens", json={"messages": prefilled})
     assert chat.json()["input_tokens"] == count(client)
+    # chat continues only with the flag
+    unflagged = plain.post("/v1/chat/completions/input_tokens", json={"messages": prefilled})
+    assert unflagged.json()["input_tokens"] > count(plain)
 
 
 def _chat_error(client: TestClient, **fields: Any) -> dict[str, Any]:
