@@ -1,9 +1,10 @@
 """One chat turn for every family (``chat/turn.py``), end to end through the app on the fixture
 model: ``--chat-template`` seen by the first request of each family and by ``/props``,
 ``--chat-template-kwargs`` reaching Messages and Responses, a Messages prefill continued with
-or without ``--prefill-assistant``, Anthropic's ``thinking: disabled`` rendered as chat's
-``enable_thinking: false`` (no reasoning generated), and the ``tool_choice`` refusals worded
-alike on Chat, Responses and Messages, each in its family's error shape."""
+or without ``--prefill-assistant``, Anthropic's ``thinking: disabled`` (and ``thinking``
+omitted) rendered as chat's ``enable_thinking: false`` (no reasoning generated), and the
+``tool_choice`` refusals worded alike on Chat, Responses and Messages, each in its family's
+error shape."""
 
 from __future__ import annotations
 
@@ -150,11 +151,13 @@ def _chat_no_thinking(client: TestClient) -> dict[str, Any]:
     return dict(response.json()["usage"])
 
 
-def test_messages_thinking_disabled_generates_no_reasoning(serve: Client) -> None:
+@pytest.mark.parametrize("off", ["disabled", None])
+def test_messages_thinking_disabled_or_omitted_generates_no_reasoning(serve: Client,
+                                                                      off: str | None) -> None:
     client = serve()
     enabled = _messages(client, "enabled")["usage"]
     assert enabled["output_tokens_details"]["thinking_tokens"] > 0
-    disabled = _messages(client, "disabled")
+    disabled = _messages(client, off)
     usage = disabled["usage"]
     assert usage["output_tokens_details"]["thinking_tokens"] == 0
     assert [b["type"] for b in disabled["content"]] == ["text"]
@@ -162,9 +165,23 @@ def test_messages_thinking_disabled_generates_no_reasoning(serve: Client) -> Non
     # the same prompt as chat's enable_thinking: false, so the same generation
     assert (usage["input_tokens"], usage["output_tokens"]) == \
         (chat["prompt_tokens"], chat["completion_tokens"])
+    thinking = {} if off is None else {"thinking": {"type": off}}
     counted = client.post("/v1/messages/count_tokens", json={
-        "messages": THINK, "thinking": {"type": "disabled"}}).json()["input_tokens"]
+        "messages": THINK, **thinking}).json()["input_tokens"]
     assert counted == usage["input_tokens"]
+
+
+def test_messages_without_thinking_do_not_think_whatever_the_server_default(
+        serve: Client) -> None:
+    # Anthropic's models think only when asked (thinking.type enabled or adaptive)
+    client = serve(chat_template_kwargs={"enable_thinking": True})
+    chat = client.post("/v1/chat/completions", json={
+        "messages": THINK, "max_tokens": 40, "temperature": 0}).json()["usage"]
+    assert chat["completion_tokens_details"]["reasoning_tokens"] > 0
+    usage = _messages(client, None)["usage"]
+    assert usage["output_tokens_details"]["thinking_tokens"] == 0
+    assert usage["output_tokens_details"] == _messages(client, "disabled")["usage"][
+        "output_tokens_details"]
 
 
 def test_responses_reasoning_effort_none_generates_no_reasoning(serve: Client) -> None:

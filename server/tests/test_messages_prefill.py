@@ -21,8 +21,8 @@ from mlxcel.engine.worker import Engine, EngineConfig
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "qwen3-tiny")
 HELLO = [{"role": "user", "content": "Say hello."}]
 GREEDY = {"max_tokens": 12, "temperature": 0}
-# compared with chat's enable_thinking: false below
-MESSAGES = {**GREEDY, "thinking": {"type": "disabled"}}
+# no ``thinking``: Anthropic's model does not think, as chat's enable_thinking: false below
+MESSAGES = GREEDY
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +82,7 @@ def test_a_prefill_in_blocks_streams_and_counts_alike(client: TestClient,
                   if line.startswith("data: ")]
     assert "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta"
                    and e["delta"]["type"] == "text_delta") == _text(body)
-    counted = client.post("/v1/messages/count_tokens", json={
-        "messages": blocks, "thinking": MESSAGES["thinking"]}).json()
+    counted = client.post("/v1/messages/count_tokens", json={"messages": blocks}).json()
     assert counted["input_tokens"] == body["usage"]["input_tokens"]
     chat = client.post("/v1/chat/completions/input_tokens", json={
         "messages": prefilled, "continue_final_message": True,
