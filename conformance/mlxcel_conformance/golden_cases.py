@@ -79,6 +79,13 @@ def _history(turns: int) -> list[dict[str, Any]]:
     return items + [{"role": "user", "content": "Count to five."}]
 
 
+# Messages without ``thinking`` render the turn without reasoning (chat's enable_thinking:
+# false); the default fixture learned its scripted replies (the Paris call, the robot story) on
+# the template's default prompt, which a request asking for thinking renders.
+SCRIPTED = {"type": "adaptive"}
+SCRIPTED_NOTE = "thinking asked for: the fixture's scripted reply follows the template default"
+
+
 def _msg(content: Any, **fields: Any) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": content}], "temperature": 0,
             "max_tokens": 48, **fields}
@@ -187,14 +194,16 @@ CASES: tuple[GoldenCase, ...] = (
                _msg("What is 2 plus 2? Think first.", stream=True,
                     thinking={"type": "enabled", "budget_tokens": 1024}), stream=True),
     GoldenCase("tool_use", "anthropic", "POST", MESSAGES,
-               _msg("What is the weather in Paris?", tools=MESSAGES_TOOLS)),
+               _msg("What is the weather in Paris?", tools=MESSAGES_TOOLS, thinking=SCRIPTED),
+               notes=SCRIPTED_NOTE),
     GoldenCase("tool_use_stream", "anthropic", "POST", MESSAGES,
-               _msg("What is the weather in Paris?", tools=MESSAGES_TOOLS, stream=True),
-               stream=True),
+               _msg("What is the weather in Paris?", tools=MESSAGES_TOOLS, stream=True,
+                    thinking=SCRIPTED), stream=True, notes=SCRIPTED_NOTE),
     GoldenCase("max_tokens_stream", "anthropic", "POST", MESSAGES,
                _msg("Tell me a story.", max_tokens=6, stream=True), stream=True),
     GoldenCase("stop_sequence", "anthropic", "POST", MESSAGES,
-               _msg("Tell me a story.", stop_sequences=["robot"])),
+               _msg("Tell me a story.", stop_sequences=["robot"], thinking=SCRIPTED),
+               notes=SCRIPTED_NOTE),
     GoldenCase("count_tokens", "anthropic", "POST", f"{MESSAGES}/count_tokens",
                {"messages": [{"role": "user", "content": "Say hello."}], "system": "Be terse."}),
     GoldenCase("error_missing_max_tokens", "anthropic", "POST", MESSAGES,

@@ -1,9 +1,10 @@
 """One chat turn for every family (``chat/turn.py``), end to end through the app on the fixture
 model: ``--chat-template`` seen by the first request of each family and by ``/props``,
-``--chat-template-kwargs`` and ``--prefill-assistant`` reaching Messages and Responses,
-Anthropic's ``thinking: disabled`` rendered as chat's ``enable_thinking: false`` (no reasoning
-generated), and the ``tool_choice`` refusals worded alike on Chat, Responses and Messages,
-each in its family's error shape."""
+``--chat-template-kwargs`` reaching Messages and Responses, a Messages prefill continued with
+or without ``--prefill-assistant``, Anthropic's ``thinking: disabled`` (and ``thinking``
+omitted) rendered as chat's ``enable_thinking: false`` (no reasoning generated), and the
+``tool_choice`` refusals worded alike on Chat, Responses and Messages, each in its family's
+error shape."""
 
 from __future__ import annotations
 
@@ -150,11 +151,13 @@ def _chat_no_thinking(client: TestClient) -> dict[str, Any]:
     return dict(response.json()["usage"])
 
 
-def test_messages_thinking_disabled_generates_no_reasoning(serve: Client) -> None:
+@pytest.mark.parametrize("off", ["disabled", None])
+def test_messages_thinking_disabled_or_omitted_generates_no_reasoning(serve: Client,
+                                                                      off: str | None) -> None:
     client = serve()
     enabled = _messages(client, "enabled")["usage"]
     assert enabled["output_tokens_details"]["thinking_tokens"] > 0
-    disabled = _messages(client, "disabled")
+    disabled = _messages(client, off)
     usage = disabled["usage"]
     assert usage["output_tokens_details"]["thinking_tokens"] == 0
     assert [b["type"] for b in disabled["content"]] == ["text"]
@@ -162,9 +165,23 @@ def test_messages_thinking_disabled_generates_no_reasoning(serve: Client) -> Non
     # the same prompt as chat's enable_thinking: false, so the same generation
     assert (usage["input_tokens"], usage["output_tokens"]) == \
         (chat["prompt_tokens"], chat["completion_tokens"])
+    thinking = {} if off is None else {"thinking": {"type": off}}
     counted = client.post("/v1/messages/count_tokens", json={
-        "messages": THINK, "thinking": {"type": "disabled"}}).json()["input_tokens"]
+        "messages": THINK, **thinking}).json()["input_tokens"]
     assert counted == usage["input_tokens"]
+
+
+def test_messages_without_thinking_do_not_think_whatever_the_server_default(
+        serve: Client) -> None:
+    # Anthropic's models think only when asked (thinking.type enabled or adaptive)
+    client = serve(chat_template_kwargs={"enable_thinking": True})
+    chat = client.post("/v1/chat/completions", json={
+        "messages": THINK, "max_tokens": 40, "temperature": 0}).json()["usage"]
+    assert chat["completion_tokens_details"]["reasoning_tokens"] > 0
+    usage = _messages(client, None)["usage"]
+    assert usage["output_tokens_details"]["thinking_tokens"] == 0
+    assert usage["output_tokens_details"] == _messages(client, "disabled")["usage"][
+        "output_tokens_details"]
 
 
 def test_responses_reasoning_effort_none_generates_no_reasoning(serve: Client) -> None:
@@ -196,7 +213,7 @@ def test_server_template_kwargs_reach_messages_and_responses(serve: Client) -> N
     assert enabled["output_tokens_details"]["thinking_tokens"] > 0
 
 
-def test_prefill_assistant_reaches_messages(serve: Client) -> None:
+def test_messages_continue_a_prefill_whatever_the_flag(serve: Client) -> None:
     prefilled = [*HI, {"role": "assistant", "content": "Hello"}]
     plain = serve()
     client = serve(prefill_assistant=True)
@@ -205,10 +222,13 @@ def test_prefill_assistant_reaches_messages(serve: Client) -> None:
         return int(c.post("/v1/messages/count_tokens",
                           json={"messages": prefilled}).json()["input_tokens"])
 
-    # continued: no end of turn after "Hello" and no new assistant turn
-    assert count(client) < count(plain)
+    # continued on both (Anthropic's prefill): no end of turn after "Hello", no new turn
+    assert count(client) == count(plain)
     chat = client.post("/v1/chat/completions/input_tokens", json={"messages": prefilled})
     assert chat.json()["input_tokens"] == count(client)
+    # chat continues only with the flag
+    unflagged = plain.post("/v1/chat/completions/input_tokens", json={"messages": prefilled})
+    assert unflagged.json()["input_tokens"] > count(plain)
 
 
 def _chat_error(client: TestClient, **fields: Any) -> dict[str, Any]:

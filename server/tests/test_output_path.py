@@ -88,7 +88,10 @@ def test_messages_stream_tool_arguments_as_generated(served: tuple[str, TestClie
     for a call (``tool_choice: any``, a grammar) and must stream the one the body reports."""
     fmt, client = served
     choice = {"type": "auto" if fmt == "hermes" else "any"}
-    body = _messages_body(PARIS, tool_choice=choice)
+    # qwen3-tiny learned its script on the template's default prompt, which thinking renders
+    # (without it, Messages render chat's enable_thinking: false)
+    thinking = {"thinking": {"type": "adaptive"}} if fmt == "hermes" else {}
+    body = _messages_body(PARIS, tool_choice=choice, **thinking)
     events = _sse(client, "/v1/messages", body)
     check_anthropic_stream(events)
     data = [json.loads(e.data) for e in events]

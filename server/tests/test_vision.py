@@ -117,7 +117,8 @@ def test_three_families_share_one_image_path(client: TestClient) -> None:
             {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                          "data": base64.b64encode(data).decode()}},
             {"type": "text", "text": "What is this?"}]}],
-        "max_tokens": 8, "temperature": 0})
+        # thinking on renders the template's default prompt, as chat's and Responses' here
+        "max_tokens": 8, "temperature": 0, "thinking": {"type": "adaptive"}})
     assert messages.status_code == 200, messages.text
     assert messages.json()["content"][0]["text"] == expected
 

@@ -7,7 +7,8 @@ One module per protocol: `sse_checks` (framing), `openai_chat`, `openai_completi
 (llama-server's native routes and its README's features), `vision` (image input), `speculative`,
 `speech` (text-to-speech audio), `images` (image generation), `robustness` (hostile requests),
 `backpressure` (clients that read or send slowly),
-`anthropic_schema_keys` (the Message keys of Anthropic's current schema), `chat_choices` (``n``),
+`anthropic_schema_keys` (the Message keys of Anthropic's current schema), `anthropic_prefill`
+(a trailing assistant message continued), `chat_choices` (``n``),
 `responses_store` (what a Responses store keeps: after a disconnect, a restart; field bounds),
 `responses_background` (background mode: queued, polled, cancelled, resumed),
 `inline_checks` (checks whose logic runs inline in a test, registered by name).
@@ -51,6 +52,7 @@ CHECK_MODULES = (
     "backpressure",
     "field_parity",
     "anthropic_schema_keys",
+    "anthropic_prefill",
     "chat_choices",
     "responses_store",
     "responses_background",

@@ -191,6 +191,10 @@ SOURCES: dict[str, tuple[Tier, str]] = {
                                          "starting_after")),
     # -- Anthropic
     "anthropic_message_body": (C, ANTHROPIC),
+    "anthropic_prefill": (C, "Anthropic API reference, Messages, messages "
+                             "(https://docs.anthropic.com/en/api/messages): \"If the final "
+                             "message uses the assistant role, the response content will "
+                             "continue immediately from the content in that message\""),
     "anthropic_event_order": (C, ANTHROPIC_STREAM),
     "anthropic_overloaded_529": (E, REFERENCE + ": admission control on /v1/messages "
                                      "(529 overloaded_error is Anthropic's shape)"),

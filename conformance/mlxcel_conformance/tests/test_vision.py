@@ -74,7 +74,10 @@ def test_chat_responses_and_messages_share_the_image_path(
     message = read_message(client, messages_payload(model_name, [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                      "data": base64.b64encode(data).decode()}},
-        {"type": "text", "text": QUESTION}], max_tokens=12, temperature=0))
+        {"type": "text", "text": QUESTION}], max_tokens=12, temperature=0,
+        # Messages without thinking render the turn without reasoning; chat and Responses
+        # here leave the template's default, which thinking asked for renders
+        thinking={"type": "adaptive"}))
     texts = {
         "chat": chat,
         "responses": "".join(part.get("text", "") for item in responses["output"]

@@ -49,8 +49,8 @@ def continued_field(value: Any, add_generation_prompt: Any = None) -> str | None
 
 
 def prefilled_field(messages: list[dict[str, Any]]) -> str | None:
-    """The field ``--prefill-assistant`` continues in a conversation ending on an assistant
-    message (None: nothing to continue, a new turn)."""
+    """The field a trailing assistant message continues (on Chat with ``--prefill-assistant``,
+    on Anthropic Messages always); None: nothing to continue, a new turn."""
     if not messages or messages[-1].get("role") != "assistant":
         return None
     if len(messages) >= 2 and messages[-2].get("role") == "assistant":

@@ -48,9 +48,10 @@ SERVER_OPTIONS: tuple[Option[object], ...] = (
     Option("chat_template_kwargs", None, "JSON object of default template kwargs; a request's "
            "keys win", TEMPLATES, flags=("--chat-template-kwargs",),
            env=("LLAMA_ARG_CHAT_TEMPLATE_KWARGS",), to="cli"),
-    Option("prefill_assistant", False, "continue a trailing assistant message (chat, "
-           "Responses and Messages) instead of starting a new turn (llama-server's default; "
-           "OpenAI's API starts a new one)", TEMPLATES, flags=("--prefill-assistant",),
+    Option("prefill_assistant", False, "continue a trailing assistant message (chat and "
+           "Responses) instead of starting a new turn (llama-server's default; OpenAI's API "
+           "starts a new one); Messages always continue one, as Anthropic's API does",
+           TEMPLATES, flags=("--prefill-assistant",),
            off_flags=("--no-prefill-assistant",), env=("LLAMA_ARG_PREFILL_ASSISTANT",),
            kind="bool"),
     Option("embedding_model", None, "encoder (BERT-family) model directory or hub id for "

@@ -307,12 +307,13 @@ def chat_tool_choice(request: MessagesRequest | CountTokensRequest) -> Any:
     raise _bad("tool_choice.type must be one of auto, any, tool, none.", "tool_choice.type")
 
 
-def thinking_switch(thinking: dict[str, Any] | None) -> bool | None:
-    """Anthropic's ``thinking.type`` as the turn's switch: ``disabled`` renders the turn
-    without reasoning (as chat's ``enable_thinking: false``), ``enabled``/``adaptive`` with
-    it; absent leaves the template's default."""
-    kind = (thinking or {}).get("type")
-    return None if kind is None else kind != "disabled"
+def thinking_switch(thinking: dict[str, Any] | None) -> bool:
+    """Anthropic's ``thinking.type`` as the turn's switch: ``enabled``/``adaptive`` render the
+    turn with reasoning, ``disabled`` and an absent ``thinking`` without it (as chat's
+    ``enable_thinking: false``): Anthropic's models think only when asked to (its API
+    reference, Messages, ``thinking``: "Configuration for enabling Claude's extended
+    thinking"), so the template's default does not apply."""
+    return (thinking or {}).get("type") in ("enabled", "adaptive")
 
 
 def tool_input(arguments: str) -> dict[str, Any]:

@@ -1,12 +1,18 @@
 """An Anthropic Messages request translated into the family-neutral chat turn
 (``chat/turn.py``: tool_choice, thinking switch and budget, prefill) and its
-``GenerationRequest``; and the non-streamed message's content blocks."""
+``GenerationRequest``; and the non-streamed message's content blocks.
+
+A trailing ``assistant`` message is always a prefill: the answer continues it (Anthropic's API
+reference, Messages, ``messages``: "If the final message uses the assistant role, the response
+content will continue immediately from the content in that message"), whatever
+``--prefill-assistant`` says (that flag is the Chat route's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from ...chat.continuation import prefilled_field
 from ...chat.output import OutputSetup, ParsedOutput
 from ...chat.turn import TurnRequest, TurnSettings, build
 from ...config import GenerationDefaults
@@ -36,13 +42,15 @@ class MessagesTurn:
 def messages_turn(body: MessagesRequest | CountTokensRequest, max_tokens: int,
                   thinking_budget: int | None = None) -> TurnRequest:
     """A Messages body (or its count_tokens body) as the family-neutral turn."""
+    messages = template_messages(body)
     return TurnRequest(
-        messages=template_messages(body),
+        messages=messages,
         max_tokens=max_tokens,
         tools=chat_tools(body),
         tool_choice=chat_tool_choice(body),
         thinking=thinking_switch(body.thinking),
         thinking_budget=thinking_budget,
+        continue_final=prefilled_field(messages),
     )
 
 

@@ -75,6 +75,7 @@ def check_unsupported(request: ResponsesRequest) -> None:
             param="truncation",
         )
     check_text_format(request.text)
+    check_reasoning(request.reasoning)
     if request.previous_response_id is not None and request.conversation is not None:
         raise InvalidRequestError(
             "previous_response_id and conversation cannot be used together.",
@@ -171,18 +172,39 @@ def chat_tool_choice(request: ResponsesRequest) -> Any:
     )
 
 
-# ``reasoning.effort`` values (OpenAI's Reasoning object): ``none`` turns reasoning off.
+# OpenAI's Reasoning object: ``effort`` (``none`` turns reasoning off) and ``summary``
+# (``generate_summary`` its deprecated name).
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+REASONING_SUMMARIES = ("auto", "concise", "detailed")
+REASONING_ENUMS = {"effort": REASONING_EFFORTS, "summary": REASONING_SUMMARIES,
+                   "generate_summary": REASONING_SUMMARIES}
+
+
+def check_reasoning(reasoning: dict[str, Any] | None) -> None:
+    """``reasoning``'s enums, null allowed (a value the Response would echo must be one)."""
+    for key, allowed in REASONING_ENUMS.items():
+        value = (reasoning or {}).get(key)
+        if value is not None and value not in allowed:
+            raise InvalidRequestError(
+                f"reasoning.{key} must be one of {', '.join(allowed)} or null.",
+                param=f"reasoning.{key}")
 
 
 def thinking_switch(request: ResponsesRequest) -> bool | None:
     """``reasoning.effort`` as the turn's thinking switch: ``none`` renders the turn without
     reasoning (the template's ``enable_thinking: false``), any other effort with it; absent
-    (or an effort this server does not know) leaves the template's default."""
+    leaves the template's default."""
     effort = (request.reasoning or {}).get("effort")
-    if effort not in REASONING_EFFORTS:
-        return None
-    return effort != "none"
+    return None if effort is None else effort != "none"
+
+
+def reasoning_echo(reasoning: dict[str, Any] | None) -> dict[str, Any]:
+    """The Response's ``reasoning``: the request's effort and summary, null where not sent (as
+    OpenAI's Response object echoes its Reasoning)."""
+    reasoning = reasoning or {}
+    summary = reasoning.get("summary")
+    return {"effort": reasoning.get("effort"),
+            "summary": reasoning.get("generate_summary") if summary is None else summary}
 
 
 def new_id(prefix: str) -> str:
@@ -258,7 +280,7 @@ def response_body(
         "output": output or [],
         "parallel_tool_calls": request.parallel_tool_calls is not False,
         "previous_response_id": request.previous_response_id,
-        "reasoning": {"effort": None, "summary": None},
+        "reasoning": reasoning_echo(request.reasoning),
         "store": request.store is not False,
         "temperature": 1.0 if temperature is None else temperature,
         "text": {"format": {"type": "text"}},
