@@ -21,7 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ... import limits
-from ...chat.multimodal import image_part
+from ...chat.continuation import prefilled_field
+from ...chat.turn import TurnRequest
 from ...config import GenerationDefaults
 from ...errors import InvalidRequestError
 from ...generation import Finished, SamplingParams
@@ -155,6 +156,7 @@ def _bad(message: str, param: str) -> InvalidRequestError:
 
 
 def _image_of(block: dict[str, Any], param: str) -> dict[str, Any]:
+    """An ``image`` block as the neutral image part (chat/multimodal.py's module docstring)."""
     source = block.get("source")
     kind = source.get("type") if isinstance(source, dict) else None
     if kind == "base64" and isinstance(source, dict):
@@ -162,9 +164,12 @@ def _image_of(block: dict[str, Any], param: str) -> dict[str, Any]:
         if not isinstance(media, str) or not isinstance(data, str):
             raise _bad(f"{param}.source: a base64 image needs string media_type and data.",
                        f"{param}.source")
-        return image_part(f"data:{media};base64,{data}", param)
+        return {"type": "image", "url": f"data:{media};base64,{data}", "param": param}
     if kind == "url" and isinstance(source, dict):
-        return image_part(source.get("url"), param)
+        url = source.get("url")
+        if not isinstance(url, str) or not url:
+            raise _bad(f"{param}: the image URL must be a non-empty string.", param)
+        return {"type": "image", "url": url, "param": param}
     raise _bad(f"{param}.source.type must be base64 or url.", f"{param}.source")
 
 
@@ -393,3 +398,19 @@ def message_body(shell: dict[str, Any], content: list[dict[str, Any]], stop_reas
     kept = {k: v for k, v in shell.items() if k not in ("usage", "container")}
     return {**kept, "content": content, "stop_reason": stop_reason,
             "stop_sequence": stop_sequence, "usage": usage, "container": None}
+
+
+def turn_request(body: MessagesRequest | CountTokensRequest, max_tokens: int,
+                 thinking_budget: int | None = None) -> TurnRequest:
+    """A Messages body (or its count_tokens body) as the family-neutral turn: every field
+    of the body read here, the prefill last (``chat.continuation``)."""
+    messages = template_messages(body)
+    return TurnRequest(
+        messages=messages,
+        max_tokens=max_tokens,
+        tools=chat_tools(body),
+        tool_choice=chat_tool_choice(body),
+        thinking=thinking_switch(body.thinking),
+        thinking_budget=thinking_budget,
+        continue_final=prefilled_field(messages),
+    )

@@ -22,10 +22,11 @@ from .messages_wire import (
     message_body,
     message_shell,
     stop_reason,
+    turn_request,
     usage_of,
 )
 from .stream import stream_message
-from .turn import content_blocks, messages_turn, to_messages_turn
+from .turn import content_blocks, to_messages_turn
 
 router = APIRouter()
 error_shape = ANTHROPIC_ERROR_SHAPE
@@ -58,7 +59,7 @@ async def count_tokens(request: Request) -> Response:
     body = await parse_request(request, CountTokensRequest)
     model = state.require_model()
     # The prompt /v1/messages renders (the forced choice's instruction included).
-    turn = messages_turn(body, state.config.defaults.n_predict)
+    turn = turn_request(body, state.config.defaults.n_predict)
     prompt = await prepare_prompt(model, render_turn, turn, model, TurnSettings.of(state.config))
     return JSONResponse({"input_tokens": len(prompt.tokens)})
 

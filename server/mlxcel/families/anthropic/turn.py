@@ -12,23 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...chat.continuation import prefilled_field
 from ...chat.output import OutputSetup, ParsedOutput
-from ...chat.turn import TurnRequest, TurnSettings, build
+from ...chat.turn import TurnSettings, build
 from ...config import GenerationDefaults
 from ...engine.loaded_model import LoadedModel
 from ...generation import GenerationRequest
 from .messages_wire import (
     DIRECT_CALLER,
-    CountTokensRequest,
     MessagesRequest,
-    chat_tool_choice,
-    chat_tools,
     new_message_id,
     new_tool_use_id,
-    template_messages,
-    thinking_switch,
     tool_input,
+    turn_request,
 )
 
 
@@ -39,36 +34,25 @@ class MessagesTurn:
     with_thinking: bool  # reasoning is sent as thinking blocks (else left out)
 
 
-def messages_turn(body: MessagesRequest | CountTokensRequest, max_tokens: int,
-                  thinking_budget: int | None = None) -> TurnRequest:
-    """A Messages body (or its count_tokens body) as the family-neutral turn."""
-    messages = template_messages(body)
-    return TurnRequest(
-        messages=messages,
-        max_tokens=max_tokens,
-        tools=chat_tools(body),
-        tool_choice=chat_tool_choice(body),
-        thinking=thinking_switch(body.thinking),
-        thinking_budget=thinking_budget,
-        continue_final=prefilled_field(messages),
-    )
-
-
 def to_messages_turn(body: MessagesRequest, model: LoadedModel, defaults: GenerationDefaults,
                      settings: TurnSettings | None = None) -> MessagesTurn:
-    """Render the prompt and build the request (may read media: run it off the event loop)."""
-    turn = build(messages_turn(body, body.max_tokens, body.thinking_budget()), model,
-                 settings or TurnSettings())
+    """Render the prompt and build the request (may read media: run it off the event loop).
+    Everything the body says is read first, in one pass, then the neutral turn is built."""
+    sampling, stop, with_thinking = body.sampling(defaults), body.stop_strings(), \
+        body.thinking_enabled
+    budget = body.thinking_budget()
+    request = turn_request(body, body.max_tokens, budget)
+    turn = build(request, model, settings or TurnSettings())
     generation = GenerationRequest(
         prompt_tokens=tuple(turn.prompt.tokens),
         max_tokens=body.max_tokens,
-        sampling=body.sampling(defaults),
-        stop=body.stop_strings(),
+        sampling=sampling,
+        stop=stop,
         logits_processor_factories=turn.constraints,
         request_id=new_message_id(),
         vision=turn.prompt.vision,
     )
-    return MessagesTurn(generation, turn.output, body.thinking_enabled)
+    return MessagesTurn(generation, turn.output, with_thinking)
 
 
 def content_blocks(parsed: ParsedOutput, with_thinking: bool) -> list[dict[str, Any]]:
