@@ -75,7 +75,7 @@ FAKE_SUITE = """
 import json, sys, time
 argv = sys.argv[1:]
 report, families = argv[argv.index("--report") + 1], argv[argv.index("--families") + 1]
-if families == "sleep":
+if "sleep" in families:
     time.sleep(60)
 records = [{"family": f, "feature": f + ".x", "verdict": "PASS" if f in families.split(",")
             else "UNSUPPORTED"} for f in ("chat", "responses", "models")]
@@ -116,9 +116,12 @@ def test_groups_run_at_once_and_merge_into_one_report(tmp_path: Path,
     # each family's verdict from the group that ran it; `models` was in no group: left out
     assert verdicts == {"chat.x": Verdict.PASS, "responses.x": Verdict.PASS}
     assert outcome.returncode == 0
-    assert [c[c.index("--families") + 1] for c in commands] == ["chat", "responses"]
+    # the groups without the destructive tests, then those alone over every group's families
+    assert [(c[c.index("--families") + 1], c[c.index("--destructive") + 1]) for c in commands
+            ] == [("chat", "skip"), ("responses", "skip"), ("chat,responses", "only")]
     assert all("--request-timeout" not in c for c in commands), "the pace sets the waits"
     assert (started.workdir / "suite-chat.log").read_text().startswith("mlxcel-conformance")
+    assert "chat,responses" in (started.workdir / "suite-destructive.log").read_text()
 
 
 def test_a_group_past_the_deadline_is_one_fail_naming_its_families(
@@ -132,7 +135,7 @@ def test_a_group_past_the_deadline_is_one_fail_naming_its_families(
     records = {r.feature: r for r in outcome.report.records}
     assert records["chat.x"].verdict is Verdict.PASS
     late = records["peer.run_deadline"]
-    assert late.verdict is Verdict.FAIL and "(families sleep)" in late.message
+    assert late.verdict is Verdict.FAIL and "(sleep)" in late.message
     assert outcome.returncode is None
 
 

@@ -71,53 +71,85 @@ def _read_report(report_dir: Path) -> Report | None:
     return None
 
 
+@dataclass
+class _SuiteRun:
+    """One suite process: its families (None: the profile's), report folder and log."""
+
+    families: str | None
+    report_dir: Path
+    log: Path
+    extra: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    returncode: int | None = None  # None: killed at the deadline
+
+    def start(self, started: PeerProcess, request_timeout_s: float | None) -> None:
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                _suite_command(started, self.report_dir, request_timeout_s, self.families,
+                               self.extra),
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def wait(self, ends: float) -> None:
+        assert self.process is not None
+        try:
+            self.returncode = self.process.wait(timeout=max(0.0, ends - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+def _phases(started: PeerProcess, report_dir: Path, extra: list[str],
+            groups: Sequence[str]) -> list[list[_SuiteRun]]:
+    """One run of the whole profile; or with ``groups``, the groups at once without the
+    destructive tests, then those alone (``--destructive only``): a crash one of them causes
+    then fails no other group's features (the suite runs them last for that reason)."""
+    if not groups:
+        return [[_SuiteRun(None, report_dir, started.workdir / "suite.log", extra)]]
+    first = [_SuiteRun(group, report_dir / group.split(",")[0],
+                       started.workdir / f"suite-{group.split(',')[0]}.log",
+                       [*extra, "--destructive", "skip"]) for group in groups]
+    last = _SuiteRun(",".join(groups), report_dir / "destructive",
+                     started.workdir / "suite-destructive.log", [*extra, "--destructive", "only"])
+    return [first, [last]]
+
+
 def run_suite(started: PeerProcess, report_dir: Path, deadline_s: float,
               request_timeout_s: float | None, extra: list[str],
               groups: Sequence[str] = ()) -> SuiteOutcome:
     """The suite in its own process against the started peer, or with ``groups`` one process
-    per group of families (``--families GROUP``) at once, their records merged and the
-    families outside every group left out. A deadline kill keeps the records written so far
-    (the plugin rewrites a partial report after every test)."""
-    runs: dict[str | None, Path] = {group: report_dir / group.split(",")[0] for group in groups}
-    runs = runs or {None: report_dir}
-    logs = {group: started.workdir / (f"suite-{group.split(',')[0]}.log" if group
-                                      else "suite.log") for group in runs}
+    per group of families (``--families GROUP``) at once and then the destructive tests alone
+    (``_phases``), their records merged and the families outside every group left out. A
+    deadline kill keeps the records written so far (the plugin rewrites a partial report after
+    every test)."""
     report = Report(target=started.base_url, profile=started.peer.profile)
-    processes = {}
-    for group, directory in runs.items():
-        with logs[group].open("wb") as log:
-            processes[group] = subprocess.Popen(
-                _suite_command(started, directory, request_timeout_s, group, extra),
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     ends = time.monotonic() + deadline_s
-    codes: dict[str | None, int | None] = {}
-    for group, process in processes.items():
-        try:
-            codes[group] = process.wait(timeout=max(0.0, ends - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
-            codes[group] = None
+    runs: list[_SuiteRun] = []
+    for phase in _phases(started, report_dir, extra, groups):
+        for run in phase:
+            run.start(started, request_timeout_s)
+        for run in phase:
+            run.wait(ends)
+        runs += phase
     asked = {name for group in groups for name in group.split(",")}
-    for group, directory in runs.items():
-        text = logs[group].read_text(errors="replace")
-        print((f"[{group}] " if group else "") + _summary_tail(text))
-        found = _read_report(directory)
+    for run in runs:
+        text = run.log.read_text(errors="replace")
+        print((f"[{run.log.stem}] " if groups else "") + _summary_tail(text))
+        found = _read_report(run.report_dir)
         for record in found.records if found else []:
             if not asked or record.family in asked:
                 report.add(record)
-        where = f" (families {group})" if group else ""
-        if codes[group] is None:
+        where = f" ({run.log.stem.removeprefix('suite-')})" if groups else ""
+        if run.returncode is None:
             report.add(_failure("peer.run_deadline", "run_deadline",
                                 f"the suite{where} did not finish within {deadline_s:.0f} s; "
                                 "features after the last record were not checked",
                                 suite_log_tail=text[-2000:]))
-        elif codes[group] not in (0, 1) and not (found and found.records):
+        elif run.returncode not in (0, 1) and not (found and found.records):
             report.add(Record(family="health", feature="peer.suite_run", verdict=Verdict.ERROR,
-                              message=f"the suite{where} exited with code {codes[group]}",
+                              message=f"the suite{where} exited with code {run.returncode}",
                               evidence={"suite_log_tail": text[-2000:]}))
-    finished = [code for code in codes.values() if code is not None]
-    returncode = max(finished) if len(finished) == len(codes) else None
+    codes = [run.returncode for run in runs]
+    returncode = None if None in codes else max(code for code in codes if code is not None)
     return SuiteOutcome(report, returncode)
 
 
