@@ -135,7 +135,8 @@ def test_a_group_past_the_deadline_is_one_fail_naming_its_families(
     records = {r.feature: r for r in outcome.report.records}
     assert records["chat.x"].verdict is Verdict.PASS
     late = records["peer.run_deadline"]
-    assert late.verdict is Verdict.FAIL and "(sleep)" in late.message
+    # the groups had 80% of the deadline, the destructive tests the rest
+    assert late.verdict is Verdict.FAIL and "(sleep) did not finish within 2 s" in late.message
     assert outcome.returncode is None
 
 
