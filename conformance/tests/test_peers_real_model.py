@@ -124,7 +124,7 @@ def test_groups_run_at_once_and_merge_into_one_report(tmp_path: Path,
     assert "chat,responses" in (started.workdir / "suite-destructive.log").read_text()
 
 
-def test_a_group_past_the_deadline_is_one_fail_naming_its_families(
+def test_a_group_past_the_deadline_is_one_error_naming_its_families(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_suite(tmp_path, monkeypatch)
     peer = Peer("p", "mlx-lm", "", lambda _p, _port, _m: [], model_dir=tmp_path)
@@ -136,7 +136,7 @@ def test_a_group_past_the_deadline_is_one_fail_naming_its_families(
     assert records["chat.x"].verdict is Verdict.PASS
     late = records["peer.run_deadline"]
     # the groups had 80% of the deadline, the destructive tests the rest
-    assert late.verdict is Verdict.FAIL and "(sleep) did not finish within 2 s" in late.message
+    assert late.verdict is Verdict.ERROR and "(sleep) did not finish within 2 s" in late.message
     assert outcome.returncode is None
 
 
