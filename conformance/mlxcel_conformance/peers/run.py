@@ -208,10 +208,15 @@ def display_command(started: PeerProcess, workdir: Path) -> str:
     return " ".join(words)
 
 
-def without_workdir(doc: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """``doc`` with this run's work directory written ``<workdir>``: a peer that echoes its
-    model path (llama-server's ``model``) names no machine path in the published pages."""
-    scrubbed: dict[str, Any] = json.loads(json.dumps(doc).replace(str(workdir), "<workdir>"))
+def without_workdir(doc: dict[str, Any], workdir: Path,
+                    model: Path | None = None) -> dict[str, Any]:
+    """``doc`` with this run's work directory written ``<workdir>`` and the model's path
+    ``<its name>``: a peer that echoes its model path (llama-server's ``model``, a GGUF in the
+    user's cache) names no machine path in the published pages."""
+    text = json.dumps(doc).replace(str(workdir), "<workdir>")
+    if model is not None:
+        text = text.replace(json.dumps(str(model))[1:-1], f"<{model.name}>")
+    scrubbed: dict[str, Any] = json.loads(text)
     return scrubbed
 
 
@@ -242,7 +247,7 @@ def check_peer(peer: Peer, out: Path, workdir: Path, deadline_s: float,
         "request_timeout": (f"{request_timeout_s:g} s" if request_timeout_s is not None
                             else "from the pace the suite measured"),
     })
-    pages.write_peer(out, without_workdir(doc, workdir))
+    pages.write_peer(out, without_workdir(doc, workdir, peer.model_dir))
     print(f"{peer.name}: {report.summary_line()}", flush=True)
     return doc
 
