@@ -146,7 +146,8 @@ def bench(session: nox.Session) -> None:
 def peers(session: nox.Session) -> None:
     """The suite against each peer on the fixture model: docs/conformance/<peer>.{json,md,html}
     and the comparison index.{md,html}. mlx-lm and the reference server always; llama-server
-    with ``-- --llama-server PATH``, vllm-mlx with ``-- --vllm-mlx PATH`` (its own venv)."""
+    with ``-- --llama-server PATH``, vllm-mlx with ``-- --vllm-mlx PATH`` (its own venv).
+    ``-- --real-model``: the same on the real SmolLM2 GGUF, in docs/conformance/real/."""
     session.install("-e", ".[dev,peers]")
     session.run("python", "-m", "mlxcel_conformance.peers", "--out", "docs/conformance",
                 *session.posargs)

@@ -28,7 +28,7 @@ from .preflight import PreflightError
 VALUE_OPTIONS = frozenset({
     "--base-url", "--api-key", "--model", "--profile", "--families", "--report", "--goldens",
     "--server-model", "--fuzz-examples", "--fail-on", "--fixture-dir", "--request-timeout",
-    "--health-budget-ms", "--stall-bound", "--server-pid", "--rss-tolerance",
+    "--health-budget-ms", "--stall-bound", "--server-pid", "--rss-tolerance", "--destructive",
 })
 HELP_FLAGS = frozenset({"-h", "--help"})
 PYTEST_HELP_FLAG = "--help-pytest"

@@ -67,6 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="comma-separated families: run only these of the profile's "
                     "(e.g. chat,responses); the others are UNSUPPORTED (default: all the "
                     "profile claims)")
+    group.addoption("--destructive", default="last", choices=["last", "skip", "only"],
+                    help="tests whose bad input can crash a weak server: run them last, "
+                    "skip them, or run only them (default: last)")
     group.addoption("--goldens", default="auto", choices=["auto", "exact", "shape"],
                     help="golden replay: exact (same fixture model: text and token counts), "
                     "shape (any server: structure, types, status codes, event order), auto "
@@ -183,16 +186,27 @@ def profile(pytestconfig: pytest.Config) -> Profile:
     return pytestconfig.stash[_PROFILE_KEY]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``destructive`` (bad input that crashes weak servers) run last, so one
-    crash does not turn every later feature into a FAIL; ``destructive="last"`` (a client that
-    leaves mid-stream, which a weak server keeps generating for) after all of them."""
-    def destructive(item: pytest.Item) -> int:
-        mark = item.get_closest_marker("conformance")
-        value = mark.kwargs.get("destructive") if mark else None
-        return 2 if value == "last" else int(bool(value))
+def _destructive(item: pytest.Item) -> int:
+    """0: an ordinary test; 1: bad input that crashes weak servers; 2: ``"last"`` (a client that
+    leaves mid-stream, which a weak server keeps generating for)."""
+    mark = item.get_closest_marker("conformance")
+    value = mark.kwargs.get("destructive") if mark else None
+    return 2 if value == "last" else int(bool(value))
 
-    items.sort(key=destructive)
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``destructive`` (bad input that crashes weak servers) run last, so one
+    crash does not turn every later feature into a FAIL; ``destructive="last"`` after all of
+    them. ``--destructive skip`` deselects them and ``only`` the others: suite processes that
+    share one server skip them at once, and one process runs them alone afterwards."""
+    mode = config.getoption("--destructive")
+    if mode != "last":
+        wanted = [bool(_destructive(item)) == (mode == "only") for item in items]
+        dropped = [item for item, keep in zip(items, wanted, strict=True) if not keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item, keep in zip(items, wanted, strict=True) if keep]
+    items.sort(key=_destructive)
 
 
 def _conformance_mark(item: pytest.Item) -> pytest.Mark | None:

@@ -23,7 +23,7 @@ def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 def test_help_is_the_suites_own(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = _help(capsys, "--base-url", "http://x", flag)
     assert out.startswith("usage: mlxcel-conformance")
-    assert len(out.splitlines()) < 80  # pytest's help is ~400 lines
+    assert len(out.splitlines()) < 90  # pytest's help is ~400 lines
     assert "--help-pytest" in out and "-k EXPR" in out
 
 

@@ -172,3 +172,6 @@ def test_published_pages_name_no_work_directory(tmp_path: Path) -> None:
     clean = without_workdir(doc, work)
     assert clean["records"][0]["evidence"]["model"] == "<workdir>/llama-server/qwen3-tiny.gguf"
     assert str(work) not in json.dumps(clean)
+    gguf = tmp_path / "cache" / "m.Q4_1.gguf"
+    doc["records"][0]["evidence"] = {"model": str(gguf)}
+    assert without_workdir(doc, work, gguf)["records"][0]["evidence"]["model"] == "<m.Q4_1.gguf>"

@@ -47,6 +47,7 @@ def peer_markdown(doc: dict[str, Any]) -> str:
         f"- command: `{peer.get('command', '')}`",
         f"- profile `{doc['profile']}`, goldens `{peer.get('goldens', 'shape')}`, "
         f"run {doc['started']}",
+        *_run_settings(peer),
         f"- also as [HTML]({peer['name']}.html); comparison: [index](index.md)",
         matrix,
         "## Evidence",
@@ -68,11 +69,20 @@ def peer_markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _run_settings(peer: dict[str, Any]) -> list[str]:
+    """The families run and the request timeout, where the page records them."""
+    if "families" not in peer:
+        return []
+    return [f"- families: {peer['families']}; request timeout: "
+            f"{peer.get('request_timeout', 'unknown')}"]
+
+
 def peer_html(doc: dict[str, Any]) -> str:
     peer = doc["peer"]
+    settings = "".join(f"{esc(line[2:])}<br>" for line in _run_settings(peer))
     preamble = (
         f"<p>{esc(peer.get('description', ''))} ({esc(peer.get('version', 'unknown'))})<br>"
-        f"command: <code>{esc(peer.get('command', ''))}</code><br>"
+        f"command: <code>{esc(peer.get('command', ''))}</code><br>{settings}"
         f"profile <code>{esc(doc['profile'])}</code>, goldens "
         f"<code>{esc(peer.get('goldens', 'shape'))}</code>; "
         f"<a href=\"{INDEX}.html\">comparison</a></p>\n"
@@ -139,14 +149,38 @@ ROBUSTNESS_LINE = ("The hostile `robustness` family (opt-in, `--robustness`) is 
                    "own page: [robustness.md](robustness.md).")
 
 
-def index_markdown(docs: list[dict[str, Any]]) -> str:
+# The real model's comparison, in a folder of its own beside the fixture's pages.
+REAL_DIR = "real"
+FIXTURE_INTRO = ("Each peer served the same fixture model and ran the whole suite with its own "
+                 "`--profile` and `--goldens shape`: `python -m mlxcel_conformance.peers --out "
+                 "docs/conformance --peers NAMES` (`--llama-server PATH`, `--vllm-mlx PATH` for "
+                 "those two; `nox -s peers -- ARGS` runs the same). A cell links to the evidence.")
+REAL_LINE = ("The same servers on a real instruct model (SmolLM2-135M-Instruct, Q4_1 GGUF, "
+             "identical weights for every server): [real/index.md](real/index.md).")
+REAL_INTRO = (
+    "Each peer served one real instruct model (SmolLM2-135M-Instruct Q4_1 unless a page names "
+    "another) on identical weights: mlxcel and "
+    "llama-server the GGUF file itself, mlx_lm.server (and vllm-mlx) the mlx-lm directory "
+    "`mlxcel-convert FILE.gguf OUT_DIR` writes from it. Each was judged as the real-model lane "
+    "of `nox -s tests` judges the reference (`fixtures/real_model_lane.py`): the contract tier "
+    "(the reference under `mlxcel-contract`, each peer under its own profile), the lane's "
+    "families only (chat, responses, anthropic, completions, llama-native, tokenize), "
+    "`--goldens shape`, and waits and answer lengths taken from the pace the suite measures. "
+    "Command: `python -m mlxcel_conformance.peers --out docs/conformance --real-model --peers "
+    "NAMES` (`--llama-server PATH` for llama-server; `--gguf FILE` for another GGUF). A cell "
+    "links to the evidence; the fixture model's comparison is [../index.md](../index.md).")
+
+
+def index_markdown(docs: list[dict[str, Any]], real: bool = False,
+                   real_beside: bool = False) -> str:
+    """The comparison page: the fixture's, or with ``real`` the real model's; ``real_beside``:
+    the fixture's page links to the real model's."""
     names = [doc["peer"]["name"] for doc in docs]
-    lines = ["# Conformance: servers side by side", "",
-             "Each peer served the same fixture model and ran the whole suite with its own "
-             "`--profile` and `--goldens shape`: `python -m mlxcel_conformance.peers --out "
-             "docs/conformance --peers NAMES` (`--llama-server PATH`, `--vllm-mlx PATH` for "
-             "those two; `nox -s peers -- ARGS` runs the same). A cell links to the evidence.",
-             "", ROBUSTNESS_LINE, "", "| server | version | summary |", "|---|---|---|"]
+    intro = [REAL_INTRO] if real else [FIXTURE_INTRO, "", ROBUSTNESS_LINE] + (
+        ["", REAL_LINE] if real_beside else [])
+    title = "Conformance on a real model" if real else "Conformance"
+    lines = [f"# {title}: servers side by side", "", *intro, "",
+             "| server | version | summary |", "|---|---|---|"]
     for doc in docs:
         peer = doc["peer"]
         lines.append(f"| [{peer['name']}]({peer['name']}.md) | {peer.get('version', '')} | "
@@ -220,7 +254,7 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def index_html(docs: list[dict[str, Any]]) -> str:
+def index_html(docs: list[dict[str, Any]], real: bool = False) -> str:
     names = [doc["peer"]["name"] for doc in docs]
     summary = "".join(
         f"<tr><td><a href=\"{esc(doc['peer']['name'])}.html\">{esc(doc['peer']['name'])}</a>"
@@ -247,12 +281,16 @@ def index_html(docs: list[dict[str, Any]]) -> str:
         + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>\n" + "\n".join(rows)
         + "\n</table>"
     )
-    return page("Conformance: servers side by side", body)
+    title = "Conformance on a real model" if real else "Conformance"
+    return page(f"{title}: servers side by side", body)
 
 
-def write_index(directory: Path) -> list[Path]:
+def write_index(directory: Path, real: bool = False) -> list[Path]:
+    """``index.{md,html}`` of every ``<peer>.json`` in ``directory``; with ``real``, the real
+    model's (the fixture's links to it where ``REAL_DIR/index.md`` exists)."""
     docs = load_peers(directory)
     md, html_page = directory / f"{INDEX}.md", directory / f"{INDEX}.html"
-    md.write_text(index_markdown(docs), encoding="utf-8")
-    html_page.write_text(index_html(docs), encoding="utf-8")
+    beside = not real and (directory / REAL_DIR / f"{INDEX}.md").is_file()
+    md.write_text(index_markdown(docs, real, beside), encoding="utf-8")
+    html_page.write_text(index_html(docs, real), encoding="utf-8")
     return [md, html_page]
