@@ -83,6 +83,9 @@ EXTENSIONS: tuple[str, ...] = (
     "timings_draft",  # timings draft_n, draft_n_accepted, draft_rounds, draft_kind
     "compaction",  # /v1/responses/compact, context_management
     "schema_limits",  # size and shape limits on response_format / tool schemas
+    # response_format on /v1/completions: OpenAI's CreateCompletionRequest has no such field
+    # and llama-server's README documents it on /v1/chat/completions only
+    "completions_structured",
     "refusals",  # the reference's own 400s where the public API accepts the request
     "not_implemented",  # the reference's documented 501s
     "aliases",  # routes the reference serves beside the documented ones

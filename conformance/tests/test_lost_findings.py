@@ -155,6 +155,18 @@ def test_a_cut_answer_that_is_not_json_is_an_ignored_response_format() -> None:
     assert info.value.evidence["verdict_class"] == "IGNORED"
 
 
+@pytest.mark.parametrize("cut", ["```", "```js", "```json\n", "```json\n{\"ani"])
+def test_a_cut_answer_inside_a_json_fence_is_not_ignored(cut: str) -> None:
+    """llama.cpp's chat parser admits an optional ```json fence before the schema's value
+    (common/chat-auto-parser-generator.cpp): three tokens of it say nothing about the schema."""
+    assert check_structured_output(cut, ANIMAL, "length", cut_allowed=True) is None
+
+
+def test_a_fenced_answer_that_is_not_json_is_still_ignored() -> None:
+    with pytest.raises(ConformanceFailure, match="IGNORED"):
+        check_structured_output("```json\nSure! A cat", ANIMAL, "length", cut_allowed=True)
+
+
 def test_json_starts() -> None:
     assert json_starts(ANIMAL) == "{"
     assert json_starts({"enum": ["a", 1, None]}) == '"1n'

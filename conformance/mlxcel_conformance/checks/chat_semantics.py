@@ -8,6 +8,7 @@ non-streamed answer go through the same checks.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -143,8 +144,16 @@ def json_starts(schema: Mapping[str, Any]) -> str | None:
     return "".join(_STARTS.get(str(k), "") for k in kinds) or None
 
 
+# A Markdown code fence a server may put around a constrained answer (llama.cpp's chat parser
+# admits an optional ```json fence before the schema's value: common/chat-auto-parser-generator.cpp)
+_FENCE = re.compile(r"^```[A-Za-z]*\s*")
+
+
 def _check_json_start(text: str, schema: Mapping[str, Any]) -> None:
     begun = text.lstrip()
+    if begun.startswith("`"):  # judged after the fence; a fence cut short shows nothing yet
+        fence = _FENCE.match(begun)
+        begun = begun[fence.end():] if fence is not None else ""
     starts = json_starts(schema)
     if begun and starts is not None and begun[0] not in starts:
         fail("structured_output_valid", "response_format json_schema was accepted, but the "

@@ -53,7 +53,8 @@ def test_chat_json_schema(client: SuiteClient, model_name: str | None) -> None:
     check_structured_output(stream.content, ANIMAL, last_finish_reason(stream))
 
 
-@pytest.mark.conformance(family="completions", feature="completions.structured.json_schema")
+@pytest.mark.conformance(family="completions", feature="completions.structured.json_schema",
+                         extension="completions_structured")
 def test_completions_json_schema(client: SuiteClient, model_name: str | None) -> None:
     schema = {"type": "object", "properties": {"value": {"type": "string", "maxLength": 8}},
               "required": ["value"], "additionalProperties": False}
