@@ -185,7 +185,7 @@ def index_markdown(docs: list[dict[str, Any]], real: bool = False,
         peer = doc["peer"]
         lines.append(f"| [{peer['name']}]({peer['name']}.md) | {peer.get('version', '')} | "
                      f"`{doc['summary']['line']}` |")
-    lines += precision_table(docs)
+    lines += precision_table(docs, "../" if real else "")  # verdicts.md beside the fixture's
     lines += ["", "| family | feature | tier | " + " | ".join(names) + " |",
               "|---|---|---|" + "---|" * len(names)]
     by_peer = [_verdicts(doc) for doc in docs]
@@ -215,7 +215,7 @@ def tier_counts(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
     return table
 
 
-def precision_table(docs: list[dict[str, Any]]) -> list[str]:
+def precision_table(docs: list[dict[str, Any]], docs_root: str = "") -> list[str]:
     """Per peer, FAILs per tier, and how many FAILs name the source that says the server is
     wrong (every one should)."""
     lines = ["", "## Precision: FAILs per tier", "",
@@ -229,7 +229,7 @@ def precision_table(docs: list[dict[str, Any]]) -> list[str]:
              "the features it fails).", "",
              "LENIENT rows are requests the public API calls invalid that the server accepted; "
              "INCONCLUSIVE rows are checks its answer could not decide: neither is a FAIL "
-             "([verdicts](verdicts.md)).", "",
+             f"([verdicts]({docs_root}verdicts.md)).", "",
              "| server | profile | contract FAIL | contract PASS | extension FAIL | "
              "extension PASS | UNSUPPORTED | LENIENT | INCONCLUSIVE | FAILs citing a source | "
              "distinct defects |",
