@@ -17,8 +17,9 @@ loads, so every route that renders or counts sees it from the first request), th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import InvalidRequestError
 from ..generation import LogitsProcessorFactory
@@ -40,12 +41,20 @@ from .thinking_budget import budget_factory
 from .tool_calls import tool_format_of
 from .tool_choice import ToolPlan, place_instruction, plan_tools
 
-if TYPE_CHECKING:
-    from ..config import ServerConfig
-
 # The template variable Qwen3-style templates read to render a turn without reasoning (an
 # empty ``<think></think>`` block in the generation prompt); transformers passes it through.
 THINKING_SWITCH = "enable_thinking"
+
+
+class TurnConfig(Protocol):
+    """The server settings a turn reads (``ServerConfig`` has them)."""
+
+    @property
+    def chat_template(self) -> str | None: ...
+    @property
+    def chat_template_kwargs(self) -> Mapping[str, Any]: ...
+    @property
+    def prefill_assistant(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,8 @@ class TurnSettings:
     prefill_assistant: bool = False
 
     @classmethod
-    def of(cls, config: ServerConfig) -> TurnSettings:
+    def of(cls, config: TurnConfig) -> TurnSettings:
+        """From the server's settings (``ServerConfig``; chat/ imports no config module)."""
         return cls(config.chat_template, dict(config.chat_template_kwargs),
                    config.prefill_assistant)
 
