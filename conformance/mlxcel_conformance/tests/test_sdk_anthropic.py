@@ -77,13 +77,19 @@ def test_sdk_anthropic_count_tokens(target: Target, sdk_model: str) -> None:
              counted=counted.input_tokens, usage=created.usage.model_dump())
 
 
+# Thinking on as the template renders it by default (Anthropic's adaptive thinking): a Messages
+# request without ``thinking`` renders a Qwen3-style turn without reasoning, a prompt the
+# tool-call fixture was not trained on.
+TOOL_TURN = {**GREEDY, "thinking": {"type": "adaptive"}}
+
+
 @pytest.mark.conformance(family="sdk-anthropic", feature="sdk-anthropic.tool_turn")
 def test_sdk_anthropic_tool_turn(target: Target, sdk_model: str) -> None:
     question: anthropic.types.MessageParam = {"role": "user",
                                               "content": "What is the weather in Paris?"}
     with _client(target) as client:
         with client.messages.stream(model=sdk_model, max_tokens=48, messages=[question],
-                                    tools=[WEATHER_TOOL], extra_body=GREEDY) as stream:
+                                    tools=[WEATHER_TOOL], extra_body=TOOL_TURN) as stream:
             first = stream.get_final_message()
         uses = [b for b in first.content if b.type == "tool_use"]
         if not uses:
@@ -97,7 +103,7 @@ def test_sdk_anthropic_tool_turn(target: Target, sdk_model: str) -> None:
             "type": "tool_result", "tool_use_id": uses[0].id,
             "content": json.dumps({"temperature": 21, "sky": "sunny"})}]}
         second = client.messages.create(
-            model=sdk_model, max_tokens=48, tools=[WEATHER_TOOL], extra_body=GREEDY,
+            model=sdk_model, max_tokens=48, tools=[WEATHER_TOOL], extra_body=TOOL_TURN,
             messages=[question, {"role": "assistant", "content": first.content}, result])
     if second.stop_reason not in ("end_turn", "max_tokens") or not _text(second):
         fail("sdk_anthropic", "the turn after the tool result did not answer in text",

@@ -48,15 +48,20 @@ def continued_field(value: Any, add_generation_prompt: Any = None) -> str | None
     return field
 
 
-def prefilled_field(messages: list[dict[str, Any]]) -> str | None:
+def prefilled_field(messages: list[dict[str, Any]], *, refuse: bool = True) -> str | None:
     """The field a trailing assistant message continues (on Chat with ``--prefill-assistant``,
-    on Anthropic Messages always); None: nothing to continue, a new turn."""
+    on Anthropic Messages always); None: nothing to continue, a new turn. A trailing message
+    that cannot be continued (two assistant messages last, or one with tool calls) is a 400,
+    or with ``refuse`` false a new turn (Messages: Anthropic's schema admits both)."""
     if not messages or messages[-1].get("role") != "assistant":
         return None
-    if len(messages) >= 2 and messages[-2].get("role") == "assistant":
+    last = messages[-1]
+    doubled = len(messages) >= 2 and messages[-2].get("role") == "assistant"
+    if (doubled or last.get("tool_calls")) and not refuse:
+        return None
+    if doubled:
         raise InvalidRequestError("Cannot have 2 or more assistant messages at the end of the "
                                   "list.", param="messages")
-    last = messages[-1]
     if last.get("tool_calls"):
         raise InvalidRequestError("Cannot continue an assistant message that contains tool "
                                   "calls.", param="messages")

@@ -405,12 +405,15 @@ def turn_request(body: MessagesRequest | CountTokensRequest, max_tokens: int,
     """A Messages body (or its count_tokens body) as the family-neutral turn: every field
     of the body read here, the prefill last (``chat.continuation``)."""
     messages = template_messages(body)
+    tools = chat_tools(body)
+    # no client tool declared (none, or server tools only): nothing to force, as the spec allows
+    choice = chat_tool_choice(body)
     return TurnRequest(
         messages=messages,
         max_tokens=max_tokens,
-        tools=chat_tools(body),
-        tool_choice=chat_tool_choice(body),
+        tools=tools,
+        tool_choice=choice if tools or choice in ("auto", "none") else None,
         thinking=thinking_switch(body.thinking),
         thinking_budget=thinking_budget,
-        continue_final=prefilled_field(messages),
+        continue_final=prefilled_field(messages, refuse=False),
     )
