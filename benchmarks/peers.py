@@ -186,19 +186,14 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
                     for s in servers if isinstance(s, RunningServer)},
         "runs": [], "loadavg_before": loadavg(),
     }
-    if LIMIT in names:
-        limit_model = mlx_lm_dir(model)
-        env = _limit_env(blas, environments.get(LIMIT, {}))
-        try:
-            servers.append(start_worker(limit_model, env, workdir / fixture))
-        except BaseException:
-            for server in servers:
-                server.stop()
-            raise
-        entry["servers"][LIMIT] = {
-            "command": public_command([sys.executable, "-m", "benchmarks.mlx_limit",
-                                       "--worker", str(limit_model)]),
-            "version": _mlx_lm_version(), "request_fields": {"max_tokens": "exact"}}
+    servers = with_limit(servers, names, model, blas, workdir / fixture,
+                         environments.get(LIMIT, {}))
+    for worker in servers:
+        if isinstance(worker, LimitWorker):
+            entry["servers"][LIMIT] = {
+                "command": public_command([sys.executable, "-m", "benchmarks.mlx_limit",
+                                           "--worker", str(worker.model)]),
+                "version": _mlx_lm_version(), "request_fields": {"max_tokens": "exact"}}
     try:
         warm_up(servers, levels)
         for index in range(args.rounds):
@@ -216,10 +211,22 @@ def bench_fixture(fixture: str, names: list[str], args: argparse.Namespace,
     return entry
 
 
-def _limit_env(blas: str | None, extra: dict[str, str]) -> dict[str, str]:
-    """The MLX servers' environment (the same BLAS preload) for the in-process limit."""
-    env = dict(os.environ, **extra)
-    return dict(env, LD_PRELOAD=blas) if blas else env
+def with_limit(servers: Sequence[Runner], names: list[str], model: Path, blas: str | None,
+               logdir: Path, extra_env: dict[str, str] | None = None) -> list[Runner]:
+    """``servers``, and the in-process MLX limit when ``names`` asks for it, started in the MLX
+    servers' environment (the same BLAS preload) on the mlx-lm directory of ``model`` (the
+    servers already started are stopped if it fails)."""
+    out: list[Runner] = list(servers)
+    if LIMIT in names:
+        env = dict(os.environ, **(extra_env or {}))
+        try:
+            out.append(start_worker(mlx_lm_dir(model), dict(env, LD_PRELOAD=blas) if blas
+                                    else env, logdir))
+        except BaseException:
+            for server in servers:
+                server.stop()
+            raise
+    return out
 
 
 def _mlx_lm_version() -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import statistics
 import sys
@@ -38,8 +37,8 @@ from .bench_servers import RunningServer, public_command, start_all
 from .fixture import fixture_path, mlx_lm_dir
 from .load import percentile
 from .mlx_limit import NAME as LIMIT
-from .mlx_limit import LimitWorker, start_worker
-from .peers import DEFAULT_BLAS, FIXTURES, Runner, loadavg, one_round
+from .mlx_limit import LimitWorker
+from .peers import DEFAULT_BLAS, FIXTURES, Runner, loadavg, one_round, with_limit
 from .peers_report import machine
 from .stream_client import StreamResult, stream_post
 
@@ -202,21 +201,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
-
-
-def with_limit(servers: list[RunningServer], names: list[str], model: Path, blas: str | None,
-               logdir: Path) -> list[Runner]:
-    """``servers``, and the in-process MLX limit when ``names`` asks for it."""
-    out: list[Runner] = list(servers)
-    if LIMIT in names:
-        env = dict(os.environ, LD_PRELOAD=blas) if blas else dict(os.environ)
-        try:
-            out.append(start_worker(mlx_lm_dir(model), env, logdir))
-        except BaseException:
-            for server in servers:
-                server.stop()
-            raise
-    return out
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -46,6 +46,7 @@ from .detokenizer import IncrementalDetokenizer
 from .engine_config import EngineConfig
 from .handle import RequestHandle
 from .heap import settle_heap
+from .load_hooks import LoadHooks
 from .loaded_model import LoadedModel, load_draft_model, load_model
 from .logprobs import LogprobRenderer
 from .penalties import build_logits_processors
@@ -97,9 +98,7 @@ class Engine:
         self.on_fatal: Callable[[], None] | None = None
         # every handle not yet finished, for cancel_all (a bounded shutdown: shutdown.py)
         self._live: weakref.WeakSet[RequestHandle] = weakref.WeakSet()
-        # run on the model once loaded, before it is ready (when_loaded)
-        self._load_hooks: list[Callable[[LoadedModel], None]] | None = []  # None: ran
-        self._hooks_lock = threading.Lock()
+        self._load_hooks = LoadHooks()  # run on the model once loaded (when_loaded)
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -134,18 +133,7 @@ class Engine:
     def when_loaded(self, hook: Callable[[LoadedModel], None]) -> None:
         """Run ``hook`` on the model once it has loaded and before any request can use it
         (``--chat-template`` installed for every route), or at once if it already has."""
-        with self._hooks_lock:
-            if self._load_hooks is not None:
-                self._load_hooks.append(hook)
-                return
-        if self.model is not None:
-            hook(self.model)
-
-    def _run_load_hooks(self, model: LoadedModel) -> None:
-        with self._hooks_lock:
-            for hook in self._load_hooks or ():
-                hook(model)
-            self._load_hooks = None
+        self._load_hooks.add(hook, self.model)
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -273,7 +261,7 @@ class Engine:
                 self.model = load_model(self.config.model, ctx_size=self.config.slot_ctx_size)
                 if self.config.draft_model:
                     self.draft = load_draft_model(self.config.draft_model, self.model)
-            self._run_load_hooks(self.model)
+            self._load_hooks.run(self.model)
             self._logprobs = LogprobRenderer(self.model.tokenizer)
             # A VLM runs unbatched (engine/vision.py): no BatchGenerator over it.
             self._batch = self._new_batch() if self.model.vision is None else None
