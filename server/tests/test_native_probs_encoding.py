@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
-from mlxcel.families.llama.probs import completion_probabilities, encode_final
+from mlxcel.families.llama.probs import (
+    completion_probabilities,
+    encode_final,
+    encode_with_probabilities,
+)
 from mlxcel.generation import TokenLogprob, TopLogprob
 
 
@@ -43,3 +47,17 @@ def test_cached_entry_pieces_encode_as_the_dictionaries_do() -> None:
     whole = {"completion_probabilities": completion_probabilities(tuple(probabilities))}
     assert encode_final({}, probabilities) == json.dumps(
         whole, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_streamed_partial_encodes_as_its_dictionary() -> None:
+    """``encode_with_probabilities`` (a streamed partial) is the JSON of the partial's
+    dictionary, with and without probabilities, in both forms."""
+    body = {"index": 0, "content": "hé\n", "tokens": [5], "stop": False}
+    probabilities = (_token(5),)
+    for post_sampling in (False, True):
+        whole = {**body, "completion_probabilities": completion_probabilities(
+            probabilities, post_sampling)}
+        assert encode_with_probabilities(body, probabilities, post_sampling) == json.dumps(
+            whole, ensure_ascii=False, separators=(",", ":"))
+    assert encode_with_probabilities(body, None) == json.dumps(
+        body, ensure_ascii=False, separators=(",", ":"))

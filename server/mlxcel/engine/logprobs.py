@@ -7,8 +7,10 @@ from functools import lru_cache
 from typing import Any, cast
 
 import mlx.core as mx
+import numpy as np
 
 from ..generation import TokenLogprob, TopLogprob
+from ..generation.alternatives import LOGPROB_FLOOR, TopAlternatives, clamp_logprobs
 
 
 @lru_cache(maxsize=1)
@@ -58,13 +60,14 @@ class LogprobRenderer:
             idx = mx.argpartition(-group, kth=top_n - 1, axis=-1)[:, :top_n]
             parts[top_n] = (idx, mx.take_along_axis(group, idx, axis=-1))
         mx.eval(chosen, *(a for pair in parts.values() for a in pair))
-        tops: list[tuple[TopLogprob, ...]] = [()] * len(rows)
+        tops: list[TopAlternatives | tuple[()]] = [()] * len(rows)
         for top_n, (idx, lps) in parts.items():
-            id_rows = cast(list[list[int]], idx.tolist())
-            value_rows = cast(list[list[float]], lps.tolist())
-            for i, ids, vals in zip(groups[top_n], id_rows, value_rows, strict=True):
-                pairs = sorted(zip(ids, vals, strict=True), key=lambda p: -p[1])
-                tops[i] = tuple(self._top(t, v) for t, v in pairs)
+            id_rows, value_rows = np.array(idx), np.array(lps)
+            for row, i in enumerate(groups[top_n]):
+                # best first; ties keep argpartition's order (a stable sort, as before)
+                order = np.argsort(-value_rows[row], kind="stable")
+                tops[i] = TopAlternatives(id_rows[row][order],
+                                          clamp_logprobs(value_rows[row][order]), self._piece)
         out = []
         chosen_values = cast(list[float], chosen.tolist())
         for token_id, value, top in zip(token_ids, chosen_values, tops, strict=True):
@@ -75,9 +78,7 @@ class LogprobRenderer:
 
     def _top(self, token_id: int, logprob: float) -> TopLogprob:
         text, raw = self._piece(token_id)
-        # OpenAI's floor for an impossible token; NaN (logits made infinite by a penalty such
-        # as repetition_penalty 5e-324) and -inf both land there: JSON has neither.
-        value = min(logprob, 0.0) if logprob >= -9999.0 else -9999.0
+        value = min(logprob, 0.0) if logprob >= LOGPROB_FLOOR else LOGPROB_FLOOR
         return TopLogprob(token=text, logprob=value, bytes=raw, token_id=token_id)
 
     def _piece(self, token_id: int) -> tuple[str, tuple[int, ...]]:

@@ -3,6 +3,7 @@ ended by one ``Finished``. Family-neutral, like the request."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,13 +20,14 @@ class TopLogprob:
 
 @dataclass(frozen=True)
 class TokenLogprob:
-    """The sampled token with its log probability and the most likely alternatives."""
+    """The sampled token with its log probability and the most likely alternatives (from the
+    engine, a ``TopAlternatives``: arrays until a route renders them)."""
 
     token_id: int
     token: str
     logprob: float
     bytes: tuple[int, ...]
-    top: tuple[TopLogprob, ...] = ()
+    top: Sequence[TopLogprob] = ()
 
 
 @dataclass(frozen=True)

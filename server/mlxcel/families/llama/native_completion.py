@@ -39,7 +39,7 @@ from ...protocol.sampling_fields import logit_bias_count
 from ...protocol.timings import draft_fields, llama_timings
 from ...protocol.types import INT32_MAX, Int
 from ...structured.user_grammar import user_grammar_factories
-from .probs import completion_probabilities
+from .probs import completion_probabilities, encode_with_probabilities
 from .props_bodies import ParamsView, params_body
 
 # llama-server's JSON-object prompt: {"prompt_string": ..., "multimodal_data": [...]}.
@@ -400,6 +400,17 @@ class NativeRun:
             chunk["completion_probabilities"] = completion_probabilities(
                 event.logprobs, self.gen.post_sampling_probs)
         return chunk
+
+    def partial_json(self, event: TokenDelta, with_timings: bool = False) -> str:
+        """``partial`` encoded as JSON, its probabilities from cached pieces
+        (``encode_with_probabilities``): with ``n_probs`` near the vocabulary a partial is
+        hundreds of kB, and this runs on the event loop."""
+        chunk = self._partial(event.text, list(event.token_ids))
+        if with_timings:
+            chunk["timings"] = self.timings_so_far()
+        if not self.gen.logprobs:
+            return encode_with_probabilities(chunk, None)
+        return encode_with_probabilities(chunk, event.logprobs, self.gen.post_sampling_probs)
 
     def progress(self, event: PromptProgress) -> dict[str, Any]:
         """A ``return_progress`` partial (llama-server's ``prompt_progress``): the prompt's

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ...generation import TokenLogprob, TopLogprob
+from ...generation.alternatives import TopAlternatives
 
 
 def completion_probabilities(items: tuple[TokenLogprob, ...], post_sampling: bool = False
@@ -58,20 +60,47 @@ _MAX_HEADS = 1 << 18
 
 
 def _head(item: TokenLogprob | TopLogprob) -> str:
-    key = (item.token_id, item.bytes)
+    return _head_of(item.token_id, item.token, item.bytes)
+
+
+def _head_of(token_id: int, token: str, raw: tuple[int, ...]) -> str:
+    key = (token_id, raw)
     head = _HEADS.get(key)
     if head is None:
         if len(_HEADS) >= _MAX_HEADS:
             _HEADS.clear()
-        head = _HEADS[key] = (f'{{"id":{item.token_id},"token":{_dumps(item.token)},'
-                              f'"bytes":{_dumps(list(item.bytes))},"logprob":')
+        head = _HEADS[key] = (f'{{"id":{token_id},"token":{_dumps(token)},'
+                              f'"bytes":{_dumps(list(raw))},"logprob":')
     return head
+
+
+def _top_entries(top: Sequence[TopLogprob]) -> str:
+    """The ``top_logprobs`` entries, straight from the engine's arrays when it sent them."""
+    if isinstance(top, TopAlternatives):
+        piece = top.piece
+        return ",".join([f"{_head_of(i, *piece(i))}{v!r}}}" for i, v in top.pairs()])
+    return ",".join([f"{_head(t)}{t.logprob!r}}}" for t in top])
 
 
 def _logprob_entry(lp: TokenLogprob) -> str:
     """``_dumps(completion_probabilities((lp,))[0])``, built from cached pieces."""
-    top = ",".join([f"{_head(t)}{t.logprob!r}}}" for t in lp.top])
-    return f'{_head(lp)}{lp.logprob!r},"top_logprobs":[{top}]}}'
+    return f'{_head(lp)}{lp.logprob!r},"top_logprobs":[{_top_entries(lp.top)}]}}'
+
+
+def encode_with_probabilities(body: dict[str, Any],
+                              probabilities: Sequence[TokenLogprob] | None,
+                              post_sampling: bool = False) -> str:
+    """``body`` as JSON, with ``completion_probabilities`` last when given, each token's
+    entry built from cached pieces (``_logprob_entry``): a streamed partial."""
+    head = _dumps(body)
+    if probabilities is None:
+        return head
+    if post_sampling:
+        items = [_dumps(completion_probabilities((lp,), True)[0]) for lp in probabilities]
+    else:
+        items = [_logprob_entry(lp) for lp in probabilities]
+    joiner = "," if body else ""
+    return f'{head[:-1]}{joiner}"completion_probabilities":[{",".join(items)}]}}'
 
 
 def encode_final(body: dict[str, Any], probabilities: list[TokenLogprob] | None,
