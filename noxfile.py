@@ -189,6 +189,17 @@ def timing(session: nox.Session) -> None:
 
 
 @nox.session
+def hostile(session: nox.Session) -> None:
+    """The hostile campaign at full size (issue 42's acceptance): never-reading n_probs streams,
+    4,200 trickled bodies, SIGTERM with 30 streams, 1,100 maximal stored responses, 32 seeded
+    streams, each against a fresh reference server; docs/hostile-campaign.{json,md}
+    (benchmarks/hostile_campaign.py; ``-- --model PATH`` for another model)."""
+    _install(session)
+    session.run("python", "-m", "benchmarks.hostile_campaign", "--out",
+                "docs/hostile-campaign", *session.posargs)
+
+
+@nox.session
 def suite_alone(session: nox.Session) -> None:
     """The suite by itself: ``pip install ./conformance`` into a fresh virtualenv (no server, no
     MLX) runs against the reference server's URL (tests/test_suite_alone.py)."""

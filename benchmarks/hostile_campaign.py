@@ -112,7 +112,7 @@ def _peak_rss(pid: int, stop: threading.Event, into: list[int]) -> None:
 
 def unread(model: str | None, logdir: Path, window_s: float) -> dict[str, Any]:
     body = {"prompt": "Write a very long story.", "n_predict": 4096, "stream": True,
-            "n_probs": 2048}
+            "n_probs": 2048, "ignore_eos": True}
     with mlxcel_server(model, [], logdir, "unread") as server:
         idle = idle_latency(server.url)
         before = server_rss_bytes(server.process.pid) or 0
