@@ -14,7 +14,8 @@ on ``--model``:
   family's final event.
 - ``store``: 1,100 maximal stored Responses (metadata at OpenAI's documented limits, the
   identifiers at their length bounds, 4-byte characters throughout) with ``--store-bytes``
-  set below what they total: RSS growth within 1.5x the budget, and the store file too.
+  set below what they total: RSS growth within 1.5x the budget, and the store file too;
+  ``store_memory`` the same with ``--store-path :memory:``.
 - ``seeded``: 32 concurrent seeded streams (temperature 0.9) over the four families that take
   a ``seed`` (Anthropic's Messages has none), five rounds: each equal to the same request sent
   alone.
@@ -267,10 +268,11 @@ def _maximal_response(i: int) -> dict[str, Any]:
             "user": wide * 512, "prompt_cache_key": wide * 512, "safety_identifier": wide * 64}
 
 
-def store(model: str | None, logdir: Path, count: int, budget: int) -> dict[str, Any]:
-    path = logdir / "store.sqlite"
-    with mlxcel_server(model, ["--store-bytes", str(budget), "--store-path", str(path)],
-                       logdir, "store") as server:
+def store(model: str | None, logdir: Path, count: int, budget: int,
+          in_memory: bool = False) -> dict[str, Any]:
+    path = ":memory:" if in_memory else str(logdir / "store.sqlite")
+    with mlxcel_server(model, ["--store-bytes", str(budget), "--store-path", path],
+                       logdir, "store-memory" if in_memory else "store") as server:
         pid = server.process.pid
         with httpx.Client(timeout=120) as client:
             client.post(f"{server.url}/v1/responses", json={"input": "Warm up.",
@@ -292,7 +294,8 @@ def store(model: str | None, logdir: Path, count: int, budget: int) -> dict[str,
         files = sum(p.stat().st_size for p in logdir.glob("store.sqlite*"))
         grown = after - before
         return {
-            "requests": count, "statuses": statuses, "store_bytes": budget,
+            "requests": count, "store_path": path if in_memory else "a file",
+            "statuses": statuses, "store_bytes": budget,
             "request_bytes_total_mb": round(sent_bytes / MB, 1),
             "rss_before_mb": round(before / MB), "rss_growth_mb": round(grown / MB, 1),
             "store_files_mb": round(files / MB, 1),
@@ -360,6 +363,7 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, Path], dict[str, Any]]] = {
     "trickle": lambda a, d: trickle(a.model, d, a.trickled, a.window),
     "sigterm": lambda a, d: sigterm(a.model, d, 30, a.shutdown_grace),
     "store": lambda a, d: store(a.model, d, a.stored, a.store_bytes),
+    "store_memory": lambda a, d: store(a.model, d, a.stored, a.store_bytes, in_memory=True),
     "seeded": lambda a, d: seeded(a.model, d, 32, 5, a.seed_tokens),
 }
 

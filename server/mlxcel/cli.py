@@ -205,12 +205,14 @@ def _serve(args: argparse.Namespace, config: ServerConfig,
 
     from .app import create_app
     from .engine.worker import Engine
-    from .http_server import connection_cap, guarded_protocol, raise_open_file_limit
+    from .http_server import connection_cap, gauged, guarded_protocol, raise_open_file_limit
     from .shutdown import GracefulServer
 
     engine = Engine(engine_config(args, config))
     app = create_app(config, engine)
-    max_connections = connection_cap(config.max_connections, raise_open_file_limit())
+    open_file_limit = raise_open_file_limit()
+    max_connections = connection_cap(config.max_connections, open_file_limit)
+    sockets = [gauged(sock, open_file_limit) for sock in sockets]
     server = GracefulServer(
         # asyncio and h11 even where uvicorn[standard] is installed: measured here, a single
         # stream decoded ~2.5x slower with httptools and ~4x with httptools + uvloop (the

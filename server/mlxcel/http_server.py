@@ -19,8 +19,9 @@
   limit less a reserve for the model's files, logs and the engine), the oldest connection
   that is idle or still sending its request is closed (408) to make room; when every one has
   a request being answered, the new one is answered 503 and closed before its request is
-  read. The process never runs out of descriptors, so ``accept()`` keeps working, and slow
-  clients, however many, cannot keep a new client (a health check) out.
+  read. A burst faster than that is refused at ``accept()`` (``GaugedListener``). The
+  process never runs out of descriptors, so ``accept()`` keeps working, and slow clients,
+  however many, cannot keep a new client (a health check) out.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from typing import Any
 
@@ -51,6 +53,8 @@ TOO_MANY_CONNECTIONS = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: appl
 # Descriptors kept for what is not a client connection: model and tokenizer files, logs,
 # the prompt cache, the engine's pipes.
 FD_RESERVE = 128
+# The descriptors ``GaugedListener`` keeps free of client connections at accept() time.
+ACCEPT_HEADROOM = 64
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -174,6 +178,46 @@ def connection_cap(requested: int, open_file_limit: int | None) -> int:
     if requested > 0:
         return requested
     return max(1, open_file_limit - FD_RESERVE) if open_file_limit else 0
+
+
+class GaugedListener(socket.socket):
+    """A listening socket whose ``accept()`` never lets a burst of connections exhaust the
+    process's descriptors.
+
+    asyncio accepts up to the listen backlog (uvicorn's 2,048) of connections each time the
+    listening socket is readable, before any of them reaches ``connection_made`` (where the
+    cap closes the oldest idle one to make room). A burst at the cap thus ran the process out
+    of descriptors, and on ``EMFILE`` asyncio stops accepting for a second, long enough for
+    the kernel's accept queue to overflow: with 4,200 trickled bodies against a limit of
+    4,096, health checks got no answer for 5 s. Here a connection whose descriptor is within
+    ``ACCEPT_HEADROOM`` of the limit is answered 503 (``too_many_connections``) and closed at
+    once, and accepting goes on. Linux gives ``accept()`` the lowest free descriptor, so the
+    number of the new one is how full the table is."""
+
+    fd_ceiling: int = 0
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        while True:
+            conn, address = super().accept()  # BlockingIOError when none is left: asyncio's
+            if not self.fd_ceiling or conn.fileno() < self.fd_ceiling:
+                return conn, address
+            with contextlib.suppress(OSError):
+                conn.setblocking(False)
+                conn.send(TOO_MANY_CONNECTIONS)
+            conn.close()
+            _log_refused(f"refused a connection at accept(): descriptor {self.fd_ceiling} "
+                         f"of {self.fd_ceiling + ACCEPT_HEADROOM} reached")
+
+
+def gauged(sock: socket.socket, open_file_limit: int | None) -> socket.socket:
+    """``sock`` as a ``GaugedListener`` for ``open_file_limit`` (as is without a limit)."""
+    if not open_file_limit or open_file_limit <= 2 * ACCEPT_HEADROOM:
+        return sock
+    inheritable = sock.get_inheritable()
+    listener = GaugedListener(sock.family, sock.type, sock.proto, fileno=sock.detach())
+    listener.set_inheritable(inheritable)
+    listener.fd_ceiling = open_file_limit - ACCEPT_HEADROOM
+    return listener
 
 
 class AcceptErrorLimiter:
