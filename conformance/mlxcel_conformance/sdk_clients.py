@@ -43,6 +43,25 @@ def refused(error: BaseException | None) -> list[Any]:
             if not (e["type"] == "missing" and e["loc"] and e["loc"][-1] in UNRECORDED_REQUIRED)]
 
 
+def schema_form(error: BaseException | None) -> str | None:
+    """The finding of a validation error that refused one field, in the words the suite's
+    schema check uses for it (``schema: /object: 'chat.completion.chunk' was expected``,
+    ``schema: /content_block: 'input' is a required property``): an SDK round trip that met
+    the defect a route's schema check found counts with it (``defects.py``). None for any
+    other error, or one that refused several fields."""
+    found = refused(error)
+    if len(found) != 1 or found[0]["type"] not in ("literal_error", "missing"):
+        return None
+    # a union's member names (RawContentBlockStartEvent, ToolUseBlock) are no part of the path
+    path = [str(part) for part in found[0]["loc"]
+            if not (isinstance(part, str) and part[:1].isupper())]
+    if not path:
+        return None
+    if found[0]["type"] == "literal_error":
+        return f"schema: /{'/'.join(path)}: {found[0]['ctx']['expected']} was expected"
+    return f"schema: /{'/'.join(path[:-1])}: '{path[-1]}' is a required property"
+
+
 def only_unrecorded(error: BaseException | None) -> bool:
     """Whether a validation error is only about keys the real service does not send."""
     return isinstance(error, pydantic.ValidationError) and bool(error.errors()) \

@@ -119,11 +119,12 @@ def check_structured_output(text: str, schema: Mapping[str, Any],
     try:
         value = json.loads(text)
     except ValueError:
-        fail("structured_output_valid", "the output is not JSON", ignored=True, text=text)
+        fail("structured_output_valid", "the output is not JSON", ignored=True,
+             ignored_field="response_format", text=text)
     errors = list(jsonschema.Draft202012Validator(dict(schema)).iter_errors(value))
     if errors:
         fail("structured_output_valid", f"the output breaks the schema: {errors[0].message}",
-             ignored=True, text=text, schema=dict(schema))
+             ignored=True, ignored_field="response_format", text=text, schema=dict(schema))
     return value
 
 
@@ -158,7 +159,7 @@ def _check_json_start(text: str, schema: Mapping[str, Any]) -> None:
     if begun and starts is not None and begun[0] not in starts:
         fail("structured_output_valid", "response_format json_schema was accepted, but the "
              f"answer begins {begun[:40]!r}, as no JSON value of the schema does",
-             ignored=True, text=text, schema=dict(schema))
+             ignored=True, ignored_field="response_format", text=text, schema=dict(schema))
 
 
 @check("error_no_schema_echo", severity=Severity.MEDIUM,

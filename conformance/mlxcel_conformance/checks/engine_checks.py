@@ -96,7 +96,7 @@ def check_logprobs_match_sampled_token(
     if content and not entries:
         fail("logprobs_match_sampled_token",
              "logprobs were requested but the answer carries no logprobs content",
-             ignored=True, content=content)
+             ignored=True, ignored_field="logprobs", content=content)
     if joined != content:
         fail("logprobs_match_sampled_token",
              "the logprobs tokens do not spell the generated content",

@@ -125,7 +125,7 @@ def test_tool_choice_none(client: SuiteClient, model_name: str | None) -> None:
     choice = body["choices"][0]
     if choice["message"].get("tool_calls") or choice.get("finish_reason") == "tool_calls":
         fail("tool_calls_finish_reason", "tool_choice none still produced a tool call",
-             ignored=True, choice=choice)
+             ignored=True, ignored_field="tool_choice", choice=choice)
 
 
 FORCED_FINISH = ("tool_calls", "stop")
@@ -149,18 +149,22 @@ def test_forced_tool_choice(client: SuiteClient, model_name: str | None, case: s
                            tool_choice=choice)
     if stream:
         result = read_stream(client, payload)
-        check_tool_markup_hidden(result.content)
+        content = result.content
         calls = check_tool_call_deltas([c for c in result.chunks if c.get("choices")]).get(0, [])
         reason = last_finish_reason(result)
     else:
         body = read_chat(client, payload)
-        message = body["choices"][0]["message"]
-        check_tool_markup_hidden(message.get("content"))
-        calls, reason = message.get("tool_calls") or [], body["choices"][0].get("finish_reason")
+        content = body["choices"][0]["message"].get("content")
+        calls = body["choices"][0]["message"].get("tool_calls") or []
+        reason = body["choices"][0].get("finish_reason")
     if not calls:
+        # No call although one was forced: the choice was not honoured, and whatever the
+        # unconstrained model wrote instead (markup of a call it could not finish, say) follows
+        # from that; no public rule says what a server does with a malformed call.
         fail("tool_call_declared",
              f"tool_choice {case} answered without a tool call (finish_reason {reason})",
-             ignored=True, calls=calls)
+             ignored=True, ignored_field="tool_choice", calls=calls, content=content)
+    check_tool_markup_hidden(content)
     if reason not in FORCED_FINISH:
         # OpenAI ends a named forced call with "stop" and a required one with "tool_calls"
         # (vllm-project/vllm#25054 shows both); either says the call is complete.
