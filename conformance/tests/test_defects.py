@@ -11,6 +11,7 @@ import pytest
 from anthropic.types import RawMessageStreamEvent
 from openai.types.chat import ChatCompletionChunk
 
+from mlxcel_conformance.checks.anthropic_body import check_anthropic_message_body
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
 from mlxcel_conformance.checks.field_parity import check_field_parity, openai_error_objects
 from mlxcel_conformance.checks.registry import fail
@@ -459,3 +460,29 @@ def test_a_cut_response_ending_completed_is_one_defect_in_three_forms() -> None:
     golden = golden_defect("responses/story_incomplete_stream", diffs, 200, 200, "")
     keys = {entry(f.check, f.message, f.evidence)["key"] for f in (machine, feature)}
     assert keys == {entry("golden_transcript", "g", {"defect": golden})["key"]}
+
+
+def test_a_thinking_block_without_signature_is_one_defect_in_every_form() -> None:
+    """vllm-mlx: the assembled message's check, the golden's schema diff and the Anthropic
+    SDK all meet the thinking block that lacks ``signature``."""
+    message: dict[str, Any] = {"id": "m", "type": "message", "role": "assistant", "model": "x",
+                               "stop_reason": "end_turn", "stop_sequence": None,
+                               "usage": {"input_tokens": 1, "output_tokens": 1},
+                               "content": [{"type": "thinking", "thinking": "hm"}]}
+    with pytest.raises(ConformanceFailure) as body:
+        check_anthropic_message_body(message)
+    golden = entry("golden_transcript", "g", {"defect": (
+        "golden: event 1: /content_block: {'type': 'thinking', 'thinking': ''} is not valid "
+        "under any of the given schemas ('signature' is a required property)")}, "anthropic")
+    block = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "thinking", "thinking": ""}}
+    with pytest.raises(pydantic.ValidationError) as sdk:
+        pydantic.TypeAdapter(RawMessageStreamEvent).validate_python(block)
+    assert entry(body.value.check, body.value.message, body.value.evidence)["key"] == \
+        golden["key"] == entry("APIResponseValidationError", "x",
+                               {"defect": schema_form(sdk.value)})["key"]
+    # a signature that is there but not a string is the check's own finding
+    message["content"] = [{"type": "thinking", "thinking": "hm", "signature": 5}]
+    with pytest.raises(ConformanceFailure) as typed:
+        check_anthropic_message_body(message)
+    assert "defect" not in typed.value.evidence

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mlxcel_conformance.checks import sources
+from mlxcel_conformance.checks.anthropic_body import COUNT_TOKENS_DEFECT
 from mlxcel_conformance.checks.contract_edges import skip_documented
 from mlxcel_conformance.checks.errors_checks import (
     check_error_body_anthropic,
@@ -187,7 +188,8 @@ def _check_count_tokens(client: SuiteClient, model_name: str | None, choice: str
     if not count_agrees(count["input_tokens"], prompt_tokens_of(body.get("usage") or {})):
         fail("anthropic_message_body", "count_tokens differs from the message's prompt tokens "
              "(input + cache reads + cache writes) by more than an estimate may",
-             source=sources.ANTHROPIC_COUNT_TOKENS, counted=count, usage=body["usage"])
+             source=sources.ANTHROPIC_COUNT_TOKENS, counted=count, usage=body["usage"],
+             defect=COUNT_TOKENS_DEFECT)
 
 
 def _output_tokens(message: dict[str, Any]) -> int | None:
