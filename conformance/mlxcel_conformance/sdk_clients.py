@@ -18,6 +18,7 @@ import pydantic
 from openai._models import construct_type
 
 from . import pace
+from .checks.responses_body import RESPONSE_LACKS_KEYS
 from .target import Target
 
 # Keys the SDK's types require that no real recording of the object carries.
@@ -50,6 +51,9 @@ def schema_form(error: BaseException | None) -> str | None:
     the defect a route's schema check found counts with it (``defects.py``). None for any
     other error, or one that refused several fields."""
     found = refused(error)
+    if isinstance(error, pydantic.ValidationError) and error.title == "Response" and found and \
+            all(e["type"] == "missing" for e in found):
+        return RESPONSE_LACKS_KEYS
     if len(found) != 1 or found[0]["type"] not in ("literal_error", "missing"):
         return None
     # a union's member names (RawContentBlockStartEvent, ToolUseBlock) are no part of the path

@@ -10,11 +10,13 @@ import pydantic
 import pytest
 from anthropic.types import RawMessageStreamEvent
 from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import Response
 
 from mlxcel_conformance.checks.anthropic_body import check_anthropic_message_body
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
 from mlxcel_conformance.checks.field_parity import check_field_parity, openai_error_objects
 from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.checks.responses_body import check_response_body
 from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED
 from mlxcel_conformance.checks.vision import check_image_not_a_server_error
 from mlxcel_conformance.defects import distinct, entries, entry, fail_rows, normalize, refusal
@@ -486,3 +488,16 @@ def test_a_thinking_block_without_signature_is_one_defect_in_every_form() -> Non
     with pytest.raises(ConformanceFailure) as typed:
         check_anthropic_message_body(message)
     assert "defect" not in typed.value.evidence
+
+
+def test_a_response_lacking_required_keys_is_one_defect_in_the_check_and_the_sdk() -> None:
+    """llama-server's Response lacks ``error`` (the check stops there) and ``tools``,
+    ``tool_choice``, ``parallel_tool_calls`` (what the SDK names): one incomplete object."""
+    body = {"id": "resp_1", "object": "response", "created_at": 1, "model": "m",
+            "status": "completed", "output": []}
+    with pytest.raises(ConformanceFailure) as check:
+        check_response_body(body)
+    with pytest.raises(pydantic.ValidationError) as sdk:
+        Response.model_validate(body)
+    assert entry(check.value.check, check.value.message, check.value.evidence)["key"] == \
+        entry("APIResponseValidationError", "x", {"defect": schema_form(sdk.value)})["key"]

@@ -29,10 +29,11 @@ from mlxcel_conformance.errors import Severity
 from mlxcel_conformance.sse import SSEEvent
 
 NAME = "responses_event_order"
-# One defect in three forms: a response cut by max_output_tokens whose stream ends with
-# response.completed (its status incomplete there, the feature's terminal event, a golden's).
-CUT_ENDS_COMPLETED = ("responses_event_order: a response cut by max_output_tokens ends with "
-                      "response.completed, not response.incomplete")
+# One defect in four forms: a response cut by max_output_tokens reported completed (its body's
+# status; its stream ending response.completed: the event machine, the feature's terminal event,
+# a golden's).
+CUT_ENDS_COMPLETED = ("responses_event_order: a response cut by max_output_tokens is reported "
+                      "completed, not incomplete")
 # One defect in two forms: the text deltas of a Responses stream do not spell its text (the
 # route's check and the SDK's stream helper).
 STREAM_TEXT = "responses_event_order: the streamed text deltas do not spell the response's text"

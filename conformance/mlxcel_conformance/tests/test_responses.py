@@ -82,7 +82,8 @@ def test_responses_incomplete(client: SuiteClient, model_name: str | None) -> No
         if response.get("status") != "incomplete" or \
                 details.get("reason") != "max_output_tokens":
             fail("response_body", f"{where}: a length stop must be incomplete/max_output_tokens",
-                 response=response)
+                 response=response,
+                 defect=CUT_ENDS_COMPLETED if response.get("status") == "completed" else None)
         if (response.get("usage") or {}).get("output_tokens") != 4:
             fail("response_body", f"{where}: max_output_tokens=4 not honoured",
                  usage=response.get("usage"))
