@@ -30,7 +30,7 @@ from . import spec
 from .checks.anthropic_events import check_anthropic_stream
 from .checks.contract_edges import BAD_INPUT, judge_leniency, judge_refusal
 from .checks.errors_checks import status_problem
-from .checks.openai_common import is_int, is_number
+from .checks.openai_common import USAGE_ON_CHOICES, is_int, is_number
 from .checks.registry import REGISTRY, check, fail
 from .checks.responses_events import CUT_ENDS_COMPLETED, check_responses_stream
 from .client import SuiteClient
@@ -335,7 +335,7 @@ UNORDERED = frozenset({"role", "ping"})
 
 # The usage chunk's own rule, when the stream's order differs only because the server sent the
 # usage on a chunk that still has choices: that check's finding, which the order diff follows.
-USAGE_FOLDED = "usage_chunk_last: the usage chunk must have `choices: []`"
+USAGE_FOLDED = USAGE_ON_CHOICES
 
 
 def _usage_folded(want: list[Any], have: list[Any]) -> list[str]:

@@ -13,9 +13,11 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import Response
 
 from mlxcel_conformance.checks.anthropic_body import check_anthropic_message_body
+from mlxcel_conformance.checks.engine_checks import STOP_FIELD, check_stop_string_not_leaked
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
 from mlxcel_conformance.checks.field_parity import check_field_parity, openai_error_objects
-from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.checks.openai_common import check_no_usage_chunk, check_usage_chunk_last
+from mlxcel_conformance.checks.registry import fail, ignored_defect
 from mlxcel_conformance.checks.responses_body import check_response_body
 from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED
 from mlxcel_conformance.checks.vision import check_image_not_a_server_error
@@ -501,3 +503,34 @@ def test_a_response_lacking_required_keys_is_one_defect_in_the_check_and_the_sdk
         Response.model_validate(body)
     assert entry(check.value.check, check.value.message, check.value.evidence)["key"] == \
         entry("APIResponseValidationError", "x", {"defect": schema_form(sdk.value)})["key"]
+
+
+def test_usage_on_the_finish_chunk_is_one_defect_asked_for_or_not() -> None:
+    """vllm-mlx sends usage on the finish chunk: unasked (no_usage_chunk), beside its usage chunk
+    (two chunks carry usage) and, on /v1/completions, instead of it; llama-server the last."""
+    finish = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+              "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    usage = {**finish, "choices": []}
+    keys = set()
+    for check, chunks in ((check_no_usage_chunk, [finish]), (check_usage_chunk_last, [finish]),
+                          (check_usage_chunk_last, [finish, usage])):
+        with pytest.raises(ConformanceFailure) as info:
+            check(chunks)
+        keys.add(entry(info.value.check, info.value.message, info.value.evidence)["key"])
+    assert len(keys) == 1
+    with pytest.raises(ConformanceFailure) as unasked:
+        check_no_usage_chunk([usage])  # a usage chunk of its own, unasked: another defect
+    assert entry(unasked.value.check, unasked.value.message,
+                 unasked.value.evidence)["key"] not in keys
+
+
+def test_stop_strings_not_honoured_are_one_ignored_defect_on_chat_and_messages() -> None:
+    story = "Once upon a time, a small robot named Pip lived in a quiet village"
+    with pytest.raises(ConformanceFailure) as chat:
+        check_stop_string_not_leaked(story, "qui", story)
+    assert chat.value.message.startswith("IGNORED: ")
+    assert chat.value.evidence["defect"] == ignored_defect(STOP_FIELD)
+    with pytest.raises(ConformanceFailure) as cut_late:  # stopped, but not where it matched
+        check_stop_string_not_leaked(story.replace("qui", ""), "qui", story)
+    assert not cut_late.value.message.startswith("IGNORED")

@@ -10,6 +10,7 @@ from typing import Any
 from mlxcel_conformance.checks.anthropic_events import STOP_REASONS
 from mlxcel_conformance.checks.openai_common import is_int
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 NAME = "anthropic_message_body"
@@ -54,6 +55,7 @@ def _check_block(position: int, block: Any) -> None:
     NAME,
     severity=Severity.HIGH,
     description="Anthropic message body: id, type, role, content blocks, stop_reason, usage",
+    verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}),
 )
 def check_anthropic_message_body(body: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):
