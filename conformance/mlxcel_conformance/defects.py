@@ -177,7 +177,9 @@ def entries(check: str, message: str, evidence: Mapping[str, Any],
             key = key.split(" [input: ", 1)[0] + _crash_input(message, evidence)
             if key.endswith("[input: image]"):
                 key = IMAGE_CRASH
-        found.append({"key": key, "check": check, "message": message[:KEY_LIMIT],
+        # one test, several causes: each defect reads as its own cause, not the whole message
+        said = message if len(causes) == 1 else cause.removeprefix("golden: ")
+        found.append({"key": key, "check": check, "message": said[:KEY_LIMIT],
                       "source": str(evidence.get("source") or ""), "family": family})
     return found
 

@@ -344,6 +344,8 @@ def test_a_golden_with_two_named_rules_is_two_defects() -> None:
     assert isinstance(causes, list) and len(causes) == 2
     found = entries("golden_transcript", "golden ...", {"defect": causes}, "anthropic")
     assert [f["key"].split(":")[0] for f in found] == ["anthropic_event_order", "schema"]
+    assert found[0]["message"].startswith("anthropic_event_order: event 10")
+    assert found[1]["message"].startswith("event 1: /content_block")
 
 
 def test_a_usage_chunk_with_choices_is_the_usage_rule_in_a_golden_too() -> None:
