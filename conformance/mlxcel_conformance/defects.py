@@ -64,6 +64,19 @@ _POSITIONS = (
 )
 
 
+# A body or chunk whose `object` is another route's (mlx-lm's usage chunk says
+# "chat.completion" on /v1/chat/completions and on /v1/completions alike): the wrong value is the
+# cause, whichever object the route expected and whichever form (schema check, SDK) found it.
+_OBJECT_EXPECTED = re.compile(r"^/object: '[^']*' was expected$")
+
+
+def wrong_object(finding: str, got: Any) -> str | None:
+    """The defect of a schema ``finding`` that is only the wrong ``object`` value ``got``."""
+    if not (_OBJECT_EXPECTED.match(finding) and isinstance(got, str)):
+        return None
+    return f"schema: /object is {got!r}, another route's object"
+
+
 def normalize(text: str) -> str:
     """``text`` with positions and timings replaced by N: the cause, not the instance."""
     for pattern, replacement in _POSITIONS:

@@ -19,6 +19,7 @@ from openai._models import construct_type
 
 from . import pace
 from .checks.responses_body import RESPONSE_LACKS_KEYS
+from .defects import wrong_object
 from .target import Target
 
 # Keys the SDK's types require that no real recording of the object carries.
@@ -62,7 +63,8 @@ def schema_form(error: BaseException | None) -> str | None:
     if not path:
         return None
     if found[0]["type"] == "literal_error":
-        return f"schema: /{'/'.join(path)}: {found[0]['ctx']['expected']} was expected"
+        finding = f"/{'/'.join(path)}: {found[0]['ctx']['expected']} was expected"
+        return wrong_object(finding, found[0].get("input")) or f"schema: {finding}"
     return f"schema: /{'/'.join(path[:-1])}: '{path[-1]}' is a required property"
 
 

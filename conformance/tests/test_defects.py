@@ -21,7 +21,15 @@ from mlxcel_conformance.checks.registry import fail, ignored_defect
 from mlxcel_conformance.checks.responses_body import check_response_body
 from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED
 from mlxcel_conformance.checks.vision import check_image_not_a_server_error
-from mlxcel_conformance.defects import distinct, entries, entry, fail_rows, normalize, refusal
+from mlxcel_conformance.defects import (
+    distinct,
+    entries,
+    entry,
+    fail_rows,
+    normalize,
+    refusal,
+    wrong_object,
+)
 from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.fail_lines import defect_lines
 from mlxcel_conformance.goldens import USAGE_FOLDED, check_golden, compare_transcripts
@@ -317,10 +325,17 @@ def test_an_sdk_validation_error_is_the_schema_finding_it_repeats() -> None:
     chunk = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": []}
     with pytest.raises(pydantic.ValidationError) as info:
         ChatCompletionChunk.model_validate(chunk)
-    schema = entry("schema_conformance", "POST /v1/chat/completions event 9: /object: "
-                   "'chat.completion.chunk' was expected", {}, "chat")
+    chat = "/object: 'chat.completion.chunk' was expected"
+    schema = entry("schema_conformance", f"POST /v1/chat/completions event 9: {chat}",
+                   {"defect": wrong_object(chat, "chat.completion")}, "chat")
     assert entry("APIResponseValidationError", "APIResponseValidationError: ...",
                  {"defect": schema_form(info.value)}, "sdk-openai")["key"] == schema["key"]
+    # mlx-lm's one usage constant on /v1/completions too: the wrong value is the cause
+    text = "/object: 'text_completion' was expected"
+    assert entry("schema_conformance", f"POST /v1/completions event 17: {text}",
+                 {"defect": wrong_object(text, "chat.completion")}, "completions")["key"] == \
+        schema["key"]
+    assert wrong_object("/id: 'x' was expected", "chat.completion") is None
     block = {"type": "content_block_start", "index": 0,
              "content_block": {"type": "tool_use", "id": "a", "name": "get_weather"}}
     with pytest.raises(pydantic.ValidationError) as info:
