@@ -45,6 +45,9 @@ _FORMS = (
     (re.compile(r"^golden: body"), "schema: body"),
     (re.compile(r"^schema: (?:GET|POST|DELETE) \S+ (?:\d{3}: )?(?:event N: )?"), "schema: "),
 )
+_REQUIRED_IN_UNION = re.compile(
+    r"^(schema: /[\w/]*): .* is not valid under any of the given schemas \(('[^']+') is a "
+    r"required property\)$")
 # A body that is not JSON, whichever form found it (the check, a golden, the SDK's decoder): one
 # cause per family, since a route that answers no JSON at all says nothing of the others.
 _NOT_JSON = re.compile(r"^(?:json_body: response body is not JSON|JSONDecodeError: |"
@@ -59,6 +62,19 @@ _POSITIONS = (
     (re.compile(r"\b\d+(\.\d+)? ?s\b"), "N s"),
     (re.compile(r"\b([a-z_]+)=\d+\b"), r"\1=N"),  # the value a case sent: logprobs=1, =5
 )
+
+
+# A body or chunk whose `object` is another route's (mlx-lm's usage chunk says
+# "chat.completion" on /v1/chat/completions and on /v1/completions alike): the wrong value is the
+# cause, whichever object the route expected and whichever form (schema check, SDK) found it.
+_OBJECT_EXPECTED = re.compile(r"^/object: '[^']*' was expected$")
+
+
+def wrong_object(finding: str, got: Any) -> str | None:
+    """The defect of a schema ``finding`` that is only the wrong ``object`` value ``got``."""
+    if not (_OBJECT_EXPECTED.match(finding) and isinstance(got, str)):
+        return None
+    return f"schema: /object is {got!r}, another route's object"
 
 
 def normalize(text: str) -> str:
@@ -91,26 +107,29 @@ def root_cause(cause: str) -> str:
     cause = normalize(_IDS.sub(r"\1<id>\1", cause))
     for pattern, replacement in _FORMS:
         cause = pattern.sub(replacement, cause)
-    return cause
+    # a union member that lacks a required key: the key, not the object's text (which an SDK's
+    # validation error, the other form of the finding, does not repeat)
+    return _REQUIRED_IN_UNION.sub(r"\1: \2 is a required property", cause)
 
 
-# A 500 for bad input is where the server crashed, and the input says where: malformed JSON on
-# four routes is one crash, an image part another (the case, from the feature's message or the
-# golden's name).
+# A 500 for bad input is the server answering its own exception for a request it should have
+# refused. Every body that breaks the request's schema (malformed JSON, a wrong type, a missing
+# field) on any route is one cause: the server reads the body without validating it first
+# (llama-server's ex_wrapper answers 500 for every JSON exception, tools/server/server.cpp). An
+# image a text-only model cannot read is another: a valid request of a capability the model
+# lacks, answered 500 on whichever route (chat's error check, the other families'
+# ``no_server_error``).
 _CRASH = "error_status: HTTP 500 for a client error"
 _CASE = re.compile(r"\(([^()]+)\)\s*$")
+IMAGE_CRASH = f"{_CRASH}: an image the model cannot read [input: image]"
+_IMAGE_500 = re.compile(r"^no_server_error: a valid PNG image answered HTTP 5\d\d")
 
 
 def _crash_input(message: str, evidence: Mapping[str, Any]) -> str:
     found = _CASE.search(message)
     case = evidence.get("case")
-    if found is not None:
-        said = found.group(1)
-    elif isinstance(case, str):
-        said = case.rsplit("/", 1)[-1].removeprefix("error_")
-    else:
-        return ""
-    return f" [input: {' '.join(said.replace('_', ' ').lower().split())}]"
+    said = found.group(1) if found is not None else case if isinstance(case, str) else ""
+    return " [input: image]" if "image" in said.lower() else " [input: an invalid body]"
 
 
 # An SDK's status error (openai's and anthropic's ``_make_status_error_from_response``:
@@ -132,23 +151,50 @@ def _sdk_refusal(message: str) -> str | None:
     return refusal(int(found.group(1)), said)
 
 
+def route_family(family: str, feature: str = "") -> str:
+    """The route family a feature exercised: an SDK round trip's (``sdk-openai.models``:
+    ``models``) is the route the SDK called, so its finding counts with that route's checks."""
+    if family.startswith("sdk-") and feature.startswith(f"{family}."):
+        return feature.removeprefix(f"{family}.").split(".", 1)[0]
+    return family
+
+
 def entry(check: str, message: str, evidence: Mapping[str, Any],
-          family: str = "") -> dict[str, str]:
+          family: str = "", feature: str = "") -> dict[str, str]:
     """The defect of one failing test of ``family``; the family (a route or a client) is not
     part of the key: one cause on two routes is one defect, seen twice."""
-    cause = evidence.get("defect")
-    if not (isinstance(cause, str) and cause):
+    return entries(check, message, evidence, family, feature)[0]
+
+
+def entries(check: str, message: str, evidence: Mapping[str, Any],
+            family: str = "", feature: str = "") -> list[dict[str, str]]:
+    """The defects of one failing test: one, or one per cause where the check names several
+    (``evidence["defect"]`` a list: a golden whose stream breaks two rules)."""
+    named = evidence.get("defect")
+    causes = [c for c in named if isinstance(c, str) and c] if isinstance(named, list) else \
+        [named] if isinstance(named, str) and named else []
+    if not causes:
         cause = _sdk_refusal(message) or f"{check}: {message}"
         request = evidence.get("request")
         if evidence.get("transport_error") and isinstance(request, str):
             cause = f"{check} on {request.split('?')[0]}: {message}"
-    key = root_cause(cause)
-    if _NOT_JSON.match(key):
-        key = f"not_json: [{family}] the body is not JSON"
-    if key.startswith(_CRASH):
-        key += _crash_input(message, evidence)
-    return {"key": key, "check": check, "message": message[:KEY_LIMIT],
-            "source": str(evidence.get("source") or ""), "family": family}
+        causes = [cause]
+    found = []
+    for cause in causes:
+        key = root_cause(cause)
+        if _NOT_JSON.match(key):
+            key = f"not_json: [{route_family(family, feature)}] the body is not JSON"
+        if _IMAGE_500.match(key):
+            key = IMAGE_CRASH
+        elif key.startswith(_CRASH) and key != IMAGE_CRASH:
+            key = key.split(" [input: ", 1)[0] + _crash_input(message, evidence)
+            if key.endswith("[input: image]"):
+                key = IMAGE_CRASH
+        # one test, several causes: each defect reads as its own cause, not the whole message
+        said = message if len(causes) == 1 else cause.removeprefix("golden: ")
+        found.append({"key": key, "check": check, "message": said[:KEY_LIMIT],
+                      "source": str(evidence.get("source") or ""), "family": family})
+    return found
 
 
 @dataclass
@@ -220,10 +266,11 @@ def distinct(records: Iterable[Mapping[str, Any]]) -> list[Defect]:
     for record in records:
         if record.get("verdict") != "FAIL":
             continue
-        entries = record.get("defects") or [entry(
+        seen = record.get("defects") or entries(
             (record.get("checks") or ["?"])[-1], str(record.get("message", "")),
-            record.get("evidence") or {}, str(record.get("family", "")))]
-        for item in entries:
+            record.get("evidence") or {}, str(record.get("family", "")),
+            str(record.get("feature", "")))
+        for item in seen:
             defect = found.setdefault(item["key"], Defect(item["key"], item["message"],
                                                           item["source"]))
             if item["check"] not in defect.checks:

@@ -3,6 +3,7 @@ that kind must pass, and hand back the parsed result for feature-specific checks
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from .checks.openai_completions import check_completion_body, check_completion_c
 from .checks.registry import check, fail
 from .checks.sse_checks import check_done_terminator, check_sse_framing
 from .client import StreamResult, SuiteClient, expect_status, json_body
+from .defects import wrong_object
 from .errors import Severity
 from .sse import parse_sse
 
@@ -61,7 +63,9 @@ def check_schema(method: str, path: str, status: int, body: Any) -> None:
     errors = spec.validate_json(method, path, status, body)
     if errors:
         fail("schema_conformance", f"{method} {path} {status}: {errors[0]}",
-             errors=errors[:5], body=body)
+             errors=errors[:5], body=body,
+             defect=wrong_object(errors[0], body.get("object") if isinstance(body, dict)
+                                 else None))
     if REFERENCE_SHAPES["claimed"]:
         check_schema_reference(method, path, status, body)
 
@@ -75,6 +79,14 @@ def check_schema_reference(method: str, path: str, status: int, body: Any) -> No
              errors=errors[:5], body=body)
 
 
+def _object_of(data: str) -> Any:
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None
+    return parsed.get("object") if isinstance(parsed, dict) else None
+
+
 def check_schema_events(method: str, path: str, result: StreamResult) -> None:
     views = [(spec.CONTRACT, "schema_conformance")]
     if REFERENCE_SHAPES["claimed"]:
@@ -84,7 +96,8 @@ def check_schema_events(method: str, path: str, result: StreamResult) -> None:
             errors = spec.validate_sse_event(method, path, event.data, event.event, view=view)
             if errors:
                 fail(name, f"{method} {path} event {index}: {errors[0]}",
-                     errors=errors[:5], data=event.data)
+                     errors=errors[:5], data=event.data,
+                     defect=wrong_object(errors[0], _object_of(event.data)))
 
 
 @check("sse_content_type", severity=Severity.HIGH,

@@ -30,9 +30,9 @@ from . import spec
 from .checks.anthropic_events import check_anthropic_stream
 from .checks.contract_edges import BAD_INPUT, judge_leniency, judge_refusal
 from .checks.errors_checks import status_problem
-from .checks.openai_common import is_int, is_number
+from .checks.openai_common import USAGE_ON_CHOICES, is_int, is_number
 from .checks.registry import REGISTRY, check, fail
-from .checks.responses_events import check_responses_stream
+from .checks.responses_events import CUT_ENDS_COMPLETED, check_responses_stream
 from .client import SuiteClient
 from .defects import refusal
 from .errors import ConformanceFailure, SetupError, Severity
@@ -333,6 +333,18 @@ def event_kinds(events: list[Any]) -> list[str]:
 UNORDERED = frozenset({"role", "ping"})
 
 
+# The usage chunk's own rule, when the stream's order differs only because the server sent the
+# usage on a chunk that still has choices: that check's finding, which the order diff follows.
+USAGE_FOLDED = USAGE_ON_CHOICES
+
+
+def _usage_folded(want: list[Any], have: list[Any]) -> list[str]:
+    kinds = event_kinds(have)
+    folded = any(isinstance(e, dict) and e.get("usage") and e.get("choices") for e in have)
+    return [USAGE_FOLDED] if "usage" in event_kinds(want) and "usage" not in kinds and folded \
+        else []
+
+
 def _event_kind(event: Any) -> str:
     if event == "[DONE]":
         return "done"
@@ -380,9 +392,12 @@ def compare_transcripts(expected: dict[str, Any], got: dict[str, Any], mode: str
             # here only how the stream ended must agree.
             ends = [event_kinds(events)[-1:] for events in (want, have)]
             if ends[0] != ends[1] and not cut_where_completed(ends[0], have):
+                if (ends[0], ends[1]) == (["response.incomplete"], ["response.completed"]):
+                    return [CUT_ENDS_COMPLETED]
                 return [f"terminal event: expected {ends[0]}, got {ends[1]}"]
         elif event_kinds(want) != event_kinds(have):
-            return [f"event order: expected {event_kinds(want)}, got {event_kinds(have)}"]
+            order = f"event order: expected {event_kinds(want)}, got {event_kinds(have)}"
+            return [*_usage_folded(want, have), order]
         firsts = {k: e for e, k in reversed([(e, _event_kind(e)) for e in want])
                   if k not in UNORDERED}
         gots = {k: e for e, k in reversed([(e, _event_kind(e)) for e in have])}
@@ -470,7 +485,8 @@ def check_golden(
         )
 
 
-def _defect(case: str, diffs: list[str], expected: int, got: int | None, raw: str) -> str:
+def _defect(case: str, diffs: list[str], expected: int, got: int | None,
+            raw: str) -> str | list[str]:
     """What a failing golden is about, for the report's distinct defects: a diff another check
     found (the event state machine) is that check's defect, a client error answered with the
     wrong status is ``error_status``'s, and a valid request refused is the refusal (status and
@@ -478,8 +494,13 @@ def _defect(case: str, diffs: list[str], expected: int, got: int | None, raw: st
     feature made for it count once; a content type belongs to the case; a body or event diff
     is itself."""
     first = diffs[0]
-    if first.split(":", 1)[0] in REGISTRY:
-        return first
+    named = [d for d in diffs if d.split(":", 1)[0] in REGISTRY]
+    if named:
+        # each rule a named check judges is its defect; the diffs no check names are one more,
+        # except a chat stream's order diff, which follows the named rule that broke it
+        rest = [d for d in diffs if d not in named and not d.startswith("event order:")]
+        causes = [*named, *(["golden: " + "; ".join(rest[:3])] if rest else [])]
+        return causes[0] if len(causes) == 1 else causes
     if first.startswith("status") and expected >= 400 and got is not None:
         return f"error_status: {status_problem(got, {expected})}"
     if first.startswith("status") and got is not None:

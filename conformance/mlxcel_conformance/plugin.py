@@ -30,7 +30,7 @@ from .golden_diff import format_case
 from .profiles import PROFILES, Profile, get_profile
 from .report import JSON_NAME, Record, Report, Verdict
 from .report_html import HTML_NAME, render_report
-from .sdk_clients import refused
+from .sdk_clients import refused, schema_form
 from .target import ReferenceServer, Target
 
 # The robustness family's options and its whole-run watch (opt-in: --robustness).
@@ -281,6 +281,9 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
         evidence["source"] = _FAULT_SOURCES.get(family, _TRANSPORT_SOURCE)
         if exc.__cause__ is not None:  # an SDK's validation error names the fields it refused
             evidence["cause"] = f"{type(exc.__cause__).__name__}: {exc.__cause__}"[:2000]
+            form = schema_form(exc.__cause__)
+            if form is not None:
+                evidence["defect"] = form
     return Record(family="", feature="", verdict=Verdict.FAIL if server_fault else Verdict.ERROR,
                   checks=[kind], severity="high" if server_fault else None,
                   message=f"{kind}: {exc}{_fields(exc.__cause__)}"[:2000], evidence=evidence,

@@ -232,8 +232,9 @@ class Report:
         """Add a test's record, merged with earlier ones for the same feature."""
         key = (record.family, record.feature)
         if record.verdict is Verdict.FAIL and not record.defects:
-            record.defects = [defects_.entry(record.checks[-1] if record.checks else "?",
-                                             record.message, record.evidence, record.family)]
+            record.defects = defects_.entries(record.checks[-1] if record.checks else "?",
+                                              record.message, record.evidence, record.family,
+                                              record.feature)
         earlier = self._by_feature.get(key)
         merged = record if earlier is None else merge_records(earlier, record)
         self._by_feature[key] = merged

@@ -18,6 +18,8 @@ import pydantic
 from openai._models import construct_type
 
 from . import pace
+from .checks.responses_body import RESPONSE_LACKS_KEYS
+from .defects import wrong_object
 from .target import Target
 
 # Keys the SDK's types require that no real recording of the object carries.
@@ -41,6 +43,29 @@ def refused(error: BaseException | None) -> list[Any]:
         return []
     return [e for e in matching_branch(error.errors())
             if not (e["type"] == "missing" and e["loc"] and e["loc"][-1] in UNRECORDED_REQUIRED)]
+
+
+def schema_form(error: BaseException | None) -> str | None:
+    """The finding of a validation error that refused one field, in the words the suite's
+    schema check uses for it (``schema: /object: 'chat.completion.chunk' was expected``,
+    ``schema: /content_block: 'input' is a required property``): an SDK round trip that met
+    the defect a route's schema check found counts with it (``defects.py``). None for any
+    other error, or one that refused several fields."""
+    found = refused(error)
+    if isinstance(error, pydantic.ValidationError) and error.title == "Response" and found and \
+            all(e["type"] == "missing" for e in found):
+        return RESPONSE_LACKS_KEYS
+    if len(found) != 1 or found[0]["type"] not in ("literal_error", "missing"):
+        return None
+    # a union's member names (RawContentBlockStartEvent, ToolUseBlock) are no part of the path
+    path = [str(part) for part in found[0]["loc"]
+            if not (isinstance(part, str) and part[:1].isupper())]
+    if not path:
+        return None
+    if found[0]["type"] == "literal_error":
+        finding = f"/{'/'.join(path)}: {found[0]['ctx']['expected']} was expected"
+        return wrong_object(finding, found[0].get("input")) or f"schema: {finding}"
+    return f"schema: /{'/'.join(path[:-1])}: '{path[-1]}' is a required property"
 
 
 def only_unrecorded(error: BaseException | None) -> bool:

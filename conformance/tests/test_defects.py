@@ -6,18 +6,38 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
+from anthropic.types import RawMessageStreamEvent
+from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import Response
 
-from mlxcel_conformance.checks.errors_checks import check_error_status
-from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.checks.anthropic_body import check_anthropic_message_body
+from mlxcel_conformance.checks.engine_checks import STOP_FIELD, check_stop_string_not_leaked
+from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
+from mlxcel_conformance.checks.field_parity import check_field_parity, openai_error_objects
+from mlxcel_conformance.checks.openai_common import check_no_usage_chunk, check_usage_chunk_last
+from mlxcel_conformance.checks.registry import fail, ignored_defect
+from mlxcel_conformance.checks.responses_body import check_response_body
+from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED
 from mlxcel_conformance.checks.vision import check_image_not_a_server_error
-from mlxcel_conformance.defects import distinct, entry, fail_rows, normalize, refusal
+from mlxcel_conformance.defects import (
+    distinct,
+    entries,
+    entry,
+    fail_rows,
+    normalize,
+    refusal,
+    wrong_object,
+)
 from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.fail_lines import defect_lines
-from mlxcel_conformance.goldens import check_golden
+from mlxcel_conformance.goldens import USAGE_FOLDED, check_golden, compare_transcripts
+from mlxcel_conformance.goldens import _defect as golden_defect
 from mlxcel_conformance.peers import pages
 from mlxcel_conformance.report import Record, Report, Verdict
 from mlxcel_conformance.report_html import anchor, render_report
+from mlxcel_conformance.sdk_clients import schema_form
 
 LOGPROBS = "choices[0] lacks the `logprobs` key (null is fine)"
 
@@ -212,19 +232,31 @@ def test_a_body_that_is_not_json_is_one_defect_per_family() -> None:
         entry("c", "HTTP 400 for logprobs=5", {})["key"]
 
 
-def test_a_crash_is_one_defect_per_input_across_routes_and_goldens() -> None:
-    """llama-server's 500 on malformed JSON, met by four routes and their goldens, is one
-    defect; its 500 on an image part is another."""
+def test_a_crash_on_an_invalid_body_is_one_defect_and_an_image_another() -> None:
+    """llama-server answers 500 for every JSON exception (its ex_wrapper): malformed JSON on
+    four routes, a wrong type on /tokenize and a missing field on /v1/messages are one
+    defect; its 500 on an image a text-only model cannot read is another, on chat (the error
+    check) as on Responses and Messages (``no_server_error``)."""
     crash = "error_status: HTTP 500 for a client error: the server crashed on input it should " \
             "reject"
     json_chat = entry("error_status", "HTTP 500 for a client error ... (malformed JSON)",
                       {"defect": crash}, "chat")
     json_golden = entry("golden_transcript", "golden ...", {
         "defect": crash, "case": "anthropic/error_malformed_json"}, "anthropic")
+    wrong_type = entry("error_status", "HTTP 500 ... (content_number)", {"defect": crash},
+                       "tokenize")
+    missing = entry("error_status", "HTTP 500 ... (messages_missing)", {"defect": crash},
+                    "anthropic")
     image = entry("error_status", "HTTP 500 ... (image on a text-only model)",
                   {"defect": crash}, "chat")
-    assert json_chat["key"] == json_golden["key"] != image["key"]
-    assert json_chat["key"].endswith("[input: malformed json]")
+    assert json_chat["key"] == json_golden["key"] == wrong_type["key"] == missing["key"]
+    assert json_chat["key"].endswith("[input: an invalid body]")
+    assert image["key"] != json_chat["key"]
+    for path in ("/v1/responses", "/v1/messages"):
+        with pytest.raises(ConformanceFailure) as info:
+            check_image_not_a_server_error(path, 500, {})
+        assert entry(info.value.check, info.value.message, info.value.evidence,
+                     "responses")["key"] == image["key"]
 
 
 def test_an_image_answered_500_is_one_defect_on_every_route() -> None:
@@ -234,6 +266,114 @@ def test_an_image_answered_500_is_one_defect_on_every_route() -> None:
             check_image_not_a_server_error(path, 500, {})
         keys.add(entry(info.value.check, info.value.message, info.value.evidence, "x")["key"])
     assert len(keys) == 1
+
+
+def test_an_ignored_field_is_one_defect_whichever_case_showed_it() -> None:
+    """mlx-lm ignores ``n`` (one choice in a body, index 0 only in a stream) and
+    ``tool_choice`` (none still calls, named and required do not): one defect each."""
+    n_body = _failure("chat_choices", "n=2 was answered with 1 choices", ignored=True,
+                      ignored_field="n")
+    n_stream = _failure("chat_choices", "n=2: the stream's choice indexes are [0], not 0..1",
+                        ignored=True, ignored_field="n")
+    none = _failure("tool_calls_finish_reason", "tool_choice none still produced a tool call",
+                    ignored=True, ignored_field="tool_choice")
+    forced = _failure("tool_call_declared", "tool_choice named answered without a tool call",
+                      ignored=True, ignored_field="tool_choice")
+    report = Report(target="t", profile="mlx-lm")
+    _fail(report, "chat.n.json", n_body)
+    _fail(report, "chat.n.stream", n_stream)
+    _fail(report, "chat.tools.choice_none", none)
+    _fail(report, "chat.tools.choice_forced", forced)
+    found = report.distinct_defects()
+    assert [d.features for d in found] == [
+        [("chat", "chat.n.json"), ("chat", "chat.n.stream")],
+        [("chat", "chat.tools.choice_none"), ("chat", "chat.tools.choice_forced")]]
+    assert all(f.message.startswith("IGNORED: ") for f in (n_body, forced))
+
+
+def test_an_error_code_of_any_status_is_one_defect() -> None:
+    keys = set()
+    for code in (400, 401):
+        with pytest.raises(ConformanceFailure) as info:
+            check_error_body_openai({"error": {"message": "m", "type": "t", "code": code}})
+        keys.add(entry(info.value.check, info.value.message, info.value.evidence)["key"])
+    assert len(keys) == 1
+
+
+def test_a_bare_string_error_is_one_defect_in_both_forms() -> None:
+    body = {"error": "max_tokens must be at least 1"}
+    with pytest.raises(ConformanceFailure) as shape:
+        check_error_body_openai(body)
+    with pytest.raises(ConformanceFailure) as parity:
+        check_field_parity("error", openai_error_objects(body))
+    assert entry(shape.value.check, shape.value.message, shape.value.evidence)["key"] == \
+        entry(parity.value.check, parity.value.message, parity.value.evidence)["key"]
+
+
+def test_an_sdk_round_trip_counts_with_the_route_it_called() -> None:
+    """The SDK's JSONDecodeError on models.list() is the /v1/models body that is not JSON."""
+    route = entry("json_body", "response body is not JSON: Expecting value", {}, "models",
+                  "models.list")
+    sdk = entry("JSONDecodeError", "JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+                {}, "sdk-openai", "sdk-openai.models")
+    assert route["key"] == sdk["key"]
+    assert entry("JSONDecodeError", "JSONDecodeError: x", {}, "sdk-openai",
+                 "sdk-openai.chat.stream")["key"] != route["key"]
+
+
+def test_an_sdk_validation_error_is_the_schema_finding_it_repeats() -> None:
+    chunk = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": []}
+    with pytest.raises(pydantic.ValidationError) as info:
+        ChatCompletionChunk.model_validate(chunk)
+    chat = "/object: 'chat.completion.chunk' was expected"
+    schema = entry("schema_conformance", f"POST /v1/chat/completions event 9: {chat}",
+                   {"defect": wrong_object(chat, "chat.completion")}, "chat")
+    assert entry("APIResponseValidationError", "APIResponseValidationError: ...",
+                 {"defect": schema_form(info.value)}, "sdk-openai")["key"] == schema["key"]
+    # mlx-lm's one usage constant on /v1/completions too: the wrong value is the cause
+    text = "/object: 'text_completion' was expected"
+    assert entry("schema_conformance", f"POST /v1/completions event 17: {text}",
+                 {"defect": wrong_object(text, "chat.completion")}, "completions")["key"] == \
+        schema["key"]
+    assert wrong_object("/id: 'x' was expected", "chat.completion") is None
+    block = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "tool_use", "id": "a", "name": "get_weather"}}
+    with pytest.raises(pydantic.ValidationError) as info:
+        pydantic.TypeAdapter(RawMessageStreamEvent).validate_python(block)
+    golden = entry("golden_transcript", "golden ...", {"defect": (
+        "golden: event 1: /content_block: {'type': 'tool_use', 'id': 'LDX9Qcw6Sc24JzjojKGJRZTr7"
+        "qV0I88N', 'name': 'get_weather'} is not valid under any of the given schemas ('input' "
+        "is a required property)")}, "anthropic")
+    assert entry("APIResponseValidationError", "APIResponseValidationError: ...",
+                 {"defect": schema_form(info.value)}, "sdk-anthropic")["key"] == golden["key"]
+
+
+def test_a_golden_with_two_named_rules_is_two_defects() -> None:
+    """llama-server's thinking stream: a thinking block without ``signature`` and a text block
+    started inside it (event order); neither hides the other, and each counts once."""
+    diffs = ["event 1: /content_block: {'type': 'thinking', 'thinking': ''} is not valid under "
+             "any of the given schemas ('signature' is a required property)",
+             "anthropic_event_order: event 10 (content_block_start): not allowed inside a "
+             "content block"]
+    causes = golden_defect("anthropic/thinking_stream", diffs, 200, 200, "")
+    assert isinstance(causes, list) and len(causes) == 2
+    found = entries("golden_transcript", "golden ...", {"defect": causes}, "anthropic")
+    assert [f["key"].split(":")[0] for f in found] == ["anthropic_event_order", "schema"]
+    assert found[0]["message"].startswith("anthropic_event_order: event 10")
+    assert found[1]["message"].startswith("event 1: /content_block")
+
+
+def test_a_usage_chunk_with_choices_is_the_usage_rule_in_a_golden_too() -> None:
+    """llama-server sends /v1/completions' usage on the finish chunk: the golden's order diff
+    is ``usage_chunk_last``'s finding."""
+    finish: dict[str, Any] = {"choices": [{"text": "", "index": 0, "finish_reason": "length"}]}
+    want: list[Any] = [{"choices": [{"text": "a", "index": 0, "finish_reason": None}]}, finish,
+                       {"choices": [], "usage": {"total_tokens": 3}}, "[DONE]"]
+    have = [want[0], {**finish, "usage": {"total_tokens": 3}}, "[DONE]"]
+    expected = {"status": 200, "content_type": "text/event-stream", "events": want}
+    diffs = compare_transcripts(expected, {**expected, "events": have}, "shape")
+    assert diffs[0] == USAGE_FOLDED and diffs[1].startswith("event order")
+    assert golden_defect("completions/capital_stream_usage", diffs, 200, 200, "") == USAGE_FOLDED
 
 
 VLLM_422 = json.dumps({"detail": [{"loc": ["body", "response_format", "json_schema"],
@@ -318,3 +458,96 @@ def test_an_sdk_status_error_is_the_refusal_it_met() -> None:
     assert sdk["key"] == check["key"] == "http_status: HTTP 400: bad"
     text = entry("InternalServerError", "InternalServerError: Error code: 500 - oops {", {})
     assert text["key"] == "http_status: HTTP 500: oops {"
+
+
+def test_a_cut_response_ending_completed_is_one_defect_in_three_forms() -> None:
+    """vllm-mlx ends a response cut by max_output_tokens with response.completed: the event
+    machine (its status incomplete there), the feature's terminal check and a golden's."""
+    response = {"id": "r", "object": "response", "status": "incomplete", "output": []}
+    machine = _failure("responses_event_order", "event 20 (response.completed): "
+                       "response.status is 'incomplete', expected 'completed'",
+                       defect=CUT_ENDS_COMPLETED)
+    feature = _failure("responses_event_order", "a length stop must end with "
+                       "response.incomplete", defect=CUT_ENDS_COMPLETED)
+    want = [{"event": "response.created", "data": {"type": "response.created",
+                                                   "response": response}},
+            {"event": "response.incomplete", "data": {"type": "response.incomplete",
+                                                      "response": response}}]
+    have = [want[0], {"event": "response.completed",
+                      "data": {"type": "response.completed", "response": response}}]
+    expected = {"status": 200, "content_type": "text/event-stream", "events": want}
+    diffs = compare_transcripts(expected, {**expected, "events": have}, "shape")
+    assert diffs == [CUT_ENDS_COMPLETED]
+    golden = golden_defect("responses/story_incomplete_stream", diffs, 200, 200, "")
+    keys = {entry(f.check, f.message, f.evidence)["key"] for f in (machine, feature)}
+    assert keys == {entry("golden_transcript", "g", {"defect": golden})["key"]}
+
+
+def test_a_thinking_block_without_signature_is_one_defect_in_every_form() -> None:
+    """vllm-mlx: the assembled message's check, the golden's schema diff and the Anthropic
+    SDK all meet the thinking block that lacks ``signature``."""
+    message: dict[str, Any] = {"id": "m", "type": "message", "role": "assistant", "model": "x",
+                               "stop_reason": "end_turn", "stop_sequence": None,
+                               "usage": {"input_tokens": 1, "output_tokens": 1},
+                               "content": [{"type": "thinking", "thinking": "hm"}]}
+    with pytest.raises(ConformanceFailure) as body:
+        check_anthropic_message_body(message)
+    golden = entry("golden_transcript", "g", {"defect": (
+        "golden: event 1: /content_block: {'type': 'thinking', 'thinking': ''} is not valid "
+        "under any of the given schemas ('signature' is a required property)")}, "anthropic")
+    block = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "thinking", "thinking": ""}}
+    with pytest.raises(pydantic.ValidationError) as sdk:
+        pydantic.TypeAdapter(RawMessageStreamEvent).validate_python(block)
+    assert entry(body.value.check, body.value.message, body.value.evidence)["key"] == \
+        golden["key"] == entry("APIResponseValidationError", "x",
+                               {"defect": schema_form(sdk.value)})["key"]
+    # a signature that is there but not a string is the check's own finding
+    message["content"] = [{"type": "thinking", "thinking": "hm", "signature": 5}]
+    with pytest.raises(ConformanceFailure) as typed:
+        check_anthropic_message_body(message)
+    assert "defect" not in typed.value.evidence
+
+
+def test_a_response_lacking_required_keys_is_one_defect_in_the_check_and_the_sdk() -> None:
+    """llama-server's Response lacks ``error`` (the check stops there) and ``tools``,
+    ``tool_choice``, ``parallel_tool_calls`` (what the SDK names): one incomplete object."""
+    body = {"id": "resp_1", "object": "response", "created_at": 1, "model": "m",
+            "status": "completed", "output": []}
+    with pytest.raises(ConformanceFailure) as check:
+        check_response_body(body)
+    with pytest.raises(pydantic.ValidationError) as sdk:
+        Response.model_validate(body)
+    assert entry(check.value.check, check.value.message, check.value.evidence)["key"] == \
+        entry("APIResponseValidationError", "x", {"defect": schema_form(sdk.value)})["key"]
+
+
+def test_usage_on_the_finish_chunk_is_one_defect_asked_for_or_not() -> None:
+    """vllm-mlx sends usage on the finish chunk: unasked (no_usage_chunk), beside its usage chunk
+    (two chunks carry usage) and, on /v1/completions, instead of it; llama-server the last."""
+    finish = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+              "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    usage = {**finish, "choices": []}
+    keys = set()
+    for check, chunks in ((check_no_usage_chunk, [finish]), (check_usage_chunk_last, [finish]),
+                          (check_usage_chunk_last, [finish, usage])):
+        with pytest.raises(ConformanceFailure) as info:
+            check(chunks)
+        keys.add(entry(info.value.check, info.value.message, info.value.evidence)["key"])
+    assert len(keys) == 1
+    with pytest.raises(ConformanceFailure) as unasked:
+        check_no_usage_chunk([usage])  # a usage chunk of its own, unasked: another defect
+    assert entry(unasked.value.check, unasked.value.message,
+                 unasked.value.evidence)["key"] not in keys
+
+
+def test_stop_strings_not_honoured_are_one_ignored_defect_on_chat_and_messages() -> None:
+    story = "Once upon a time, a small robot named Pip lived in a quiet village"
+    with pytest.raises(ConformanceFailure) as chat:
+        check_stop_string_not_leaked(story, "qui", story)
+    assert chat.value.message.startswith("IGNORED: ")
+    assert chat.value.evidence["defect"] == ignored_defect(STOP_FIELD)
+    with pytest.raises(ConformanceFailure) as cut_late:  # stopped, but not where it matched
+        check_stop_string_not_leaked(story.replace("qui", ""), "qui", story)
+    assert not cut_late.value.message.startswith("IGNORED")

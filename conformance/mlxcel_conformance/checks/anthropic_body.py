@@ -10,6 +10,7 @@ from typing import Any
 from mlxcel_conformance.checks.anthropic_events import STOP_REASONS
 from mlxcel_conformance.checks.openai_common import is_int
 from mlxcel_conformance.checks.registry import check, fail
+from mlxcel_conformance.checks.verdict_policy import VerdictClass
 from mlxcel_conformance.errors import Severity
 
 NAME = "anthropic_message_body"
@@ -24,12 +25,26 @@ BLOCK_STRING_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# One defect in two forms: count_tokens disagreeing with the usage of the same prompt, as the
+# route's check and the SDK's round trip find it.
+COUNT_TOKENS_DEFECT = ("anthropic_count_tokens: count_tokens differs from the prompt tokens the "
+                       "message's usage reports")
+
+
+def missing_block_key(key: str) -> str:
+    """The defect of a content block that lacks ``key``, as the schema check words it."""
+    return f"schema: /content_block: '{key}' is a required property"
+
+
 def _check_block(position: int, block: Any) -> None:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         fail(NAME, f"content[{position}] is not an object with a type", block=block)
     for key in BLOCK_STRING_FIELDS.get(block["type"], ()):
         if not isinstance(block.get(key), str):
-            fail(NAME, f"content[{position}] ({block['type']}): {key} is not a string", block=block)
+            # a key the block lacks is the schema's finding on the streamed block too (and an
+            # SDK's): one defect (defects.py)
+            fail(NAME, f"content[{position}] ({block['type']}): {key} is not a string", block=block,
+                 defect=None if key in block else missing_block_key(key))
     if block["type"] in ("tool_use", "server_tool_use") and not isinstance(
         block.get("input"), dict
     ):
@@ -40,6 +55,7 @@ def _check_block(position: int, block: Any) -> None:
     NAME,
     severity=Severity.HIGH,
     description="Anthropic message body: id, type, role, content blocks, stop_reason, usage",
+    verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}),
 )
 def check_anthropic_message_body(body: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):

@@ -61,5 +61,6 @@ def check_anthropic_prefill(answer: str, prefill: str, continuation: str) -> Non
     fail(NAME, f"the answer to a prefill {prefill[-40:]!r} does not continue it: it should go "
          f"on with {expected!r} as the same request without the prefill did, and "
          f"{'repeats the prefill (a new turn)' if repeated else 'starts with'} "
-         f"{continuation[:40]!r}", ignored=ignored, prefill=prefill, answer=answer,
+         f"{continuation[:40]!r}", ignored=ignored,
+         ignored_field="a trailing assistant message (prefill)", prefill=prefill, answer=answer,
          continuation=continuation)

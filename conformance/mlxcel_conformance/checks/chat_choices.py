@@ -29,7 +29,7 @@ def check_chat_choices(body: Mapping[str, Any], n: int) -> None:
         count = len(choices) if isinstance(choices, list) else None
         # one choice for n > 1: n was accepted and silently not honoured
         fail(NAME, f"n={n} was answered with {count} choices", choices=count,
-             ignored=count == 1 and n > 1)
+             ignored=count == 1 and n > 1, ignored_field="n")
     indexes = sorted((c.get("index") if isinstance(c, dict) else None for c in choices),
                      key=str)
     if Counter(indexes) != Counter(range(n)):
@@ -55,7 +55,8 @@ def check_chat_chunk_choices(chunks: Sequence[Mapping[str, Any]], n: int) -> Non
     wanted = set(range(n))
     if seen != wanted:
         fail(NAME, f"n={n}: the stream's choice indexes are {sorted(seen, key=str)}, not "
-             f"0..{n - 1}", indexes=sorted(seen, key=str), ignored=seen == {0} and n > 1)
+             f"0..{n - 1}", indexes=sorted(seen, key=str), ignored=seen == {0} and n > 1,
+             ignored_field="n")
     twice = sorted(i for i in wanted if finished[i] != 1)
     if twice:
         fail(NAME, f"n={n}: choices {twice} do not finish exactly once",

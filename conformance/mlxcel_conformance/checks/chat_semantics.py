@@ -51,7 +51,8 @@ def _tool_schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 @check("tool_call_declared", severity=Severity.CRITICAL,
        description="every call names a declared (or the forced) function with schema-valid "
-       "JSON arguments", verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
+       "JSON arguments",
+       verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED, VerdictClass.INCONCLUSIVE}))
 def check_tool_call_declared(calls: Sequence[Mapping[str, Any]],
                              tools: Sequence[Mapping[str, Any]],
                              forced: str | None = None) -> None:
@@ -119,12 +120,30 @@ def check_structured_output(text: str, schema: Mapping[str, Any],
     try:
         value = json.loads(text)
     except ValueError:
-        fail("structured_output_valid", "the output is not JSON", ignored=True, text=text)
+        fail("structured_output_valid", "the output is not JSON", ignored=True,
+             ignored_field="response_format", text=text)
     errors = list(jsonschema.Draft202012Validator(dict(schema)).iter_errors(value))
     if errors:
         fail("structured_output_valid", f"the output breaks the schema: {errors[0].message}",
-             ignored=True, text=text, schema=dict(schema))
+             ignored=True, ignored_field="response_format", text=text, schema=dict(schema))
     return value
+
+
+def judge_forced_call(case: str, calls: Sequence[Mapping[str, Any]], reason: str | None,
+                      content: str | None) -> None:
+    """A forced ``tool_choice`` (``case``: required, named) answered: a call cut by max_tokens
+    decides nothing (no public rule says what a server sends then: INCONCLUSIVE); no call at all
+    is the choice accepted and not honoured (IGNORED), whatever markup the unconstrained model
+    left in the content (no public rule says what a server does with a malformed call); beside
+    a parsed call, markup in the content is a leak."""
+    if not calls and reason == "length":
+        inconclusive("tool_call_declared", f"tool_choice {case}: the answer was cut by "
+                     "max_tokens before a tool call was complete")
+    if not calls:
+        fail("tool_call_declared",
+             f"tool_choice {case} answered without a tool call (finish_reason {reason})",
+             ignored=True, ignored_field="tool_choice", calls=list(calls), content=content)
+    check_tool_markup_hidden(content)
 
 
 _STARTS = {"object": "{", "array": "[", "string": '"', "boolean": "tf", "null": "n",
@@ -158,7 +177,7 @@ def _check_json_start(text: str, schema: Mapping[str, Any]) -> None:
     if begun and starts is not None and begun[0] not in starts:
         fail("structured_output_valid", "response_format json_schema was accepted, but the "
              f"answer begins {begun[:40]!r}, as no JSON value of the schema does",
-             ignored=True, text=text, schema=dict(schema))
+             ignored=True, ignored_field="response_format", text=text, schema=dict(schema))
 
 
 @check("error_no_schema_echo", severity=Severity.MEDIUM,

@@ -48,14 +48,14 @@ def refused_field(payload: Mapping[str, Any] | None, status: int, text: str) -> 
 
 
 # What a server says when a kernel it needs exists only on another platform.
-_PLATFORM = re.compile(r"metal_kernel|no gpu back-?end|metal is not available|"
+PLATFORM_MESSAGE = re.compile(r"metal_kernel|no gpu back-?end|metal is not available|"
                        r"requires? (?:a )?(?:metal|cuda|gpu)|not compiled with cuda", re.I)
 
 
 def judge_refusal(path: str, payload: Mapping[str, Any] | None, status: int, text: str) -> None:
     """UNSUPPORTED when the server refused cleanly a combination it does not offer;
     ERROR/platform when it failed for want of a platform it does not support here."""
-    if status >= 500 and _PLATFORM.search(text):
+    if status >= 500 and PLATFORM_MESSAGE.search(text):
         platform_error("http_status", f"POST {path}: HTTP {status}: "
                        + " ".join(text.split())[:200])
     field = refused_field(payload, status, text)

@@ -62,6 +62,10 @@ def status_problem(status: int, allowed: Collection[int]) -> str | None:
     return f"HTTP {status}, expected {' or '.join(map(str, sorted(allowed)))}"
 
 
+# One property in two forms: the error check's bare string and field parity's `error: string`.
+BARE_STRING_ERROR = "error_shape: `error` is a string, not an object"
+
+
 def _decode(name: str, body: Any) -> Any:
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
@@ -79,7 +83,8 @@ def _wrong_envelope(name: str, body: Any, expected: str) -> None:
             name, f"the error body is a JSON {type(body).__name__}, expected {expected}", body=body
         )
     if isinstance(body.get("error"), str):
-        fail(name, f"`error` is a bare string (mlx-lm's shape), expected {expected}", body=body)
+        fail(name, f"`error` is a bare string (mlx-lm's shape), expected {expected}", body=body,
+             defect=BARE_STRING_ERROR)
     if "detail" in body and "error" not in body:
         fail(name, f"FastAPI/vLLM-style {{'detail': ...}} body, expected {expected}", body=body)
     if not isinstance(body.get("error"), Mapping):
@@ -138,8 +143,10 @@ def _openai_like_error(
     # llama-server's README gives its native routes the HTTP status as an integer code
     native = name == "error_body_llama" and isinstance(code, int) and not isinstance(code, bool)
     if code is not None and not isinstance(code, str) and not native:
+        # one defect whatever the status the code repeats (400, 401, ...)
         fail(name, f"error.code is {type(code).__name__} {code!r}, not a string or null",
-             severity=Severity.MEDIUM, body=body)
+             severity=Severity.MEDIUM, body=body,
+             defect=f"{name}: error.code is {type(code).__name__}, not a string or null")
     if error.get("param") is not None and not isinstance(error["param"], str):
         fail(name, "error.param is not a string or null", severity=Severity.LOW, body=body)
     return dict(error)

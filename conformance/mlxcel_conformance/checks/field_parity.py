@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlxcel_conformance.checks.errors_checks import BARE_STRING_ERROR
 from mlxcel_conformance.checks.registry import check, fail
 from mlxcel_conformance.errors import Severity
 
@@ -50,11 +51,18 @@ def _kind(name: str, source: str, minimum: Iterable[str], /,
     return spec
 
 
-_CHAT = "openai-chat/json/*.json, openai-openapi CreateChatCompletionResponse"
-_CHUNK = "openai-chat/stream/*.sse, openai-openapi CreateChatCompletionStreamResponse"
-_RESP = "openai-responses/*, Open Responses ResponseResource, openai-openapi Response"
-_ANTH = "anthropic/json/*.json, anthropic/stream/*.sse, Anthropic API reference (Messages)"
-_ERR = "errors/*.json, OpenAI and Anthropic error references"
+# The recordings in this repository, and the public contract each object kind follows.
+_REAL = "fixtures/real-streams/"
+_OPENAPI = "https://github.com/openai/openai-openapi (openapi.yaml)"
+_CHAT = f"{_REAL}openai-chat/json/*.json; {_OPENAPI}: CreateChatCompletionResponse"
+_CHUNK = f"{_REAL}openai-chat/stream/*.sse; {_OPENAPI}: CreateChatCompletionStreamResponse"
+_RESP = (f"{_REAL}openai-responses/; {_OPENAPI}: Response; Open Responses specification, "
+         "ResponseResource (https://www.openresponses.org/specification)")
+_ANTH = (f"{_REAL}anthropic/json/*.json, {_REAL}anthropic/stream/*.sse; Anthropic API reference, "
+         "Messages (https://docs.anthropic.com/en/api/messages)")
+_ERR = (f"{_REAL}errors/*.json; OpenAI API reference, Error codes "
+        "(https://platform.openai.com/docs/guides/error-codes); Anthropic API reference, Errors "
+        "(https://docs.anthropic.com/en/api/errors)")
 _EVENT = {"type": (S,), "sequence_number": (N,)}
 _RESPONSE_KEYS = {
     "id": (S,), "object": (S,), "created_at": (N,), "completed_at": (N, Z), "status": (S,),
@@ -365,7 +373,11 @@ def _report(name: str, what: str, found: Found, current: bool) -> None:
     detail = (f"{first.path} ({first.kind}) lacks {', '.join(first.missing)}" if first.missing
               else f"{first.path} ({first.kind}): {first.wrong[0]}")
     sources = sorted({KINDS[p.kind].source for p in problems})
+    # an `error` that is a bare string is the error check's finding too: one defect
+    bare = first.kind.startswith("error.") and tuple(first.wrong[:1]) == (
+        "error: string (expected object)",)
     fail(name, f"{what}: {detail}", source="; ".join(sources),
+         defect=BARE_STRING_ERROR if bare else None,
          gaps=[{"kind": p.kind, "path": p.path, "missing": list(p.missing),
                 "wrong": list(p.wrong)} for p in problems[:12]])
 

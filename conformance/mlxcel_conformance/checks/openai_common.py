@@ -42,6 +42,15 @@ def _usage_chunks(chunks: Sequence[Mapping[str, Any]]) -> list[int]:
     return [i for i, chunk in enumerate(chunks) if chunk.get("usage") is not None]
 
 
+# One defect in every form: usage sent on a chunk that has choices (the finish chunk), whether
+# usage was asked for or not, beside a usage chunk or instead of it (defects.py).
+USAGE_ON_CHOICES = "usage_chunk_last: usage rides on a chunk that has choices"
+
+
+def _on_choices(chunks: Sequence[Mapping[str, Any]], indexes: Sequence[int]) -> str | None:
+    return USAGE_ON_CHOICES if any(chunks[i].get("choices") for i in indexes) else None
+
+
 @check(
     "usage_chunk_last",
     severity=Severity.HIGH,
@@ -61,6 +70,7 @@ def check_usage_chunk_last(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any
             "usage_chunk_last",
             f"{len(found)} chunks carry usage; only the final one may (others: absent or null)",
             indexes=found,
+            defect=_on_choices(chunks, found[:-1]),
         )
     index = found[0]
     if index != len(chunks) - 1:
@@ -75,6 +85,7 @@ def check_usage_chunk_last(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any
         fail(
             "usage_chunk_last",
             "the usage chunk must have `choices: []`",
+            defect=USAGE_ON_CHOICES,
             index=index,
             chunk=chunk,
         )
@@ -94,6 +105,7 @@ def check_no_usage_chunk(chunks: Sequence[Mapping[str, Any]]) -> None:
             "usage was not requested but chunk(s) carry a non-null usage",
             indexes=found,
             chunk=chunks[found[0]],
+            defect=_on_choices(chunks, found),
         )
 
 

@@ -126,21 +126,33 @@ def run_check(name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def fail(name: str, message: str, *, severity: Severity | None = None,
-         source: str | None = None, ignored: bool = False, **evidence: Any) -> NoReturn:
+         source: str | None = None, ignored: bool = False, ignored_field: str | None = None,
+         **evidence: Any) -> NoReturn:
     """Raise the failure of check `name`, with its registered severity unless overridden. The
     evidence carries the check's tier and source (`source` overrides the registered one, for a
     check applied to one particular documented case). ``ignored``: the server accepted a field
     and silently did not honour it, the IGNORED class of FAIL (named in the message and the
-    evidence); the check must declare it."""
+    evidence); the check must declare it. ``ignored_field``: the request field it ignored; one
+    ignored field is one defect, whichever case or form showed it (``n`` in a body and in a
+    stream)."""
     spec = REGISTRY.get(name)
     default = spec.severity if spec is not None else Severity.HIGH
     tier, registered = _provenance(name)
     evidence = {"source": source or registered, "tier": tier.value, **evidence}
+    if evidence.get("defect") is None:  # a check that names its defect only in some cases
+        evidence.pop("defect", None)
     if ignored:
         _allowed(name, VerdictClass.IGNORED)
         evidence["verdict_class"] = VerdictClass.IGNORED.value
+        if ignored_field is not None:
+            evidence.setdefault("defect", ignored_defect(ignored_field))
         message = f"IGNORED: {message}"
     raise ConformanceFailure(name, message, severity or default, evidence)
+
+
+def ignored_defect(field: str) -> str:
+    """The defect key of a request field accepted and not honoured."""
+    return f"ignored: the server accepts `{field}` and does not honour it"
 
 
 def _allowed(name: str, verdict: VerdictClass) -> None:

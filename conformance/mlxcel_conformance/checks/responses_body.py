@@ -71,6 +71,11 @@ def _check_function_call(position: int, item: Mapping[str, Any]) -> None:
         )
 
 
+# A Response without keys the spec requires, whichever keys a check or an SDK met first: one
+# defect (the SDK's validation error names it so too: sdk_clients.schema_form).
+RESPONSE_LACKS_KEYS = "schema: the Response object lacks properties the spec requires"
+
+
 @check(
     NAME,
     severity=Severity.HIGH,
@@ -87,10 +92,12 @@ def check_response_body(body: Mapping[str, Any]) -> Mapping[str, Any]:
         fail(NAME, f"status {body.get('status')!r} is not one of {sorted(STATUSES)}", body=body)
     for key in ("error", "incomplete_details"):
         if key not in body or not isinstance(body[key], (dict, type(None))):
-            fail(NAME, f"{key} must be present, an object or null", body=body)
+            fail(NAME, f"{key} must be present, an object or null", body=body,
+                 defect=RESPONSE_LACKS_KEYS if key not in body else None)
     missing = [key for key in REQUIRED_KEYS if key not in body]
     if missing:
-        fail(NAME, f"required key(s) {missing} missing", severity=Severity.MEDIUM, body=body)
+        fail(NAME, f"required key(s) {missing} missing", severity=Severity.MEDIUM, body=body,
+             defect=RESPONSE_LACKS_KEYS)
     output = body.get("output")
     if not isinstance(output, list):
         fail(NAME, "output is not a list", body=body)

@@ -37,6 +37,9 @@ class Peer:
     # Appended to the command (the benchmark's slot count); a later flag overrides an earlier one.
     extra_args: list[str] = field(default_factory=list)
 
+    # The text the server answers (in a 5xx) when a generation fails: with a platform error in
+    # its log, such FAILs are ERROR/platform (peers/platform_log.py).
+    generation_failure: str | None = None
     # What the model directory must become before the server loads it (llama-server: GGUF).
     convert_model: Callable[[Path, Path], Path] | None = None
 
@@ -110,7 +113,10 @@ PEERS: dict[str, Callable[[Path, str | None], Peer]] = {
                                             model_dir=model, convert_model=_to_gguf),
     "vllm-mlx": lambda model, exe: Peer("vllm-mlx", "vllm-mlx", "vllm-mlx (its own venv)",
                                         _vllm_mlx, api_key=PEER_API_KEY, executable=exe,
-                                        startup_timeout=300.0, model_dir=model),
+                                        startup_timeout=300.0, model_dir=model,
+                                        # vllm_mlx/server.py's answer to an error in a step
+                                        generation_failure="Internal server error during "
+                                        "generation"),
 }
 
 
@@ -171,6 +177,9 @@ class PeerProcess:
 
     def exit_code(self) -> int | None:
         return None if self.process is None else self.process.poll()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():

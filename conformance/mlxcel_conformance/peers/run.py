@@ -31,7 +31,7 @@ from ..errors import SetupError
 from ..fixture_models import DEFAULT_FIXTURE, fixture_path
 from ..plugin import PARTIAL_NAME
 from ..report import JSON_NAME, Record, Report, Verdict
-from . import pages, real_model
+from . import pages, platform_log, real_model
 from .bench_hook import run_benchmarks
 from .launchers import PEERS, Peer, PeerProcess, make_peer
 
@@ -236,6 +236,7 @@ def check_peer(peer: Peer, out: Path, workdir: Path, deadline_s: float,
             report = run_suite(started, report_dir, deadline_s, request_timeout_s, extra,
                                groups).report
             note_crash(report, started)
+            platform_log.reclassify(report, started.log_text(), peer.generation_failure)
         finally:
             started.stop()
     report.finish()

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from mlxcel_conformance.checks import sources
+from mlxcel_conformance.checks.anthropic_body import COUNT_TOKENS_DEFECT
 from mlxcel_conformance.checks.contract_edges import skip_documented
+from mlxcel_conformance.checks.engine_checks import STOP_FIELD
 from mlxcel_conformance.checks.errors_checks import (
     check_error_body_anthropic,
 )
@@ -81,6 +83,10 @@ def test_messages_stop_reasons(client: SuiteClient, model_name: str | None) -> N
                                                     max_tokens=24, stop_sequences=[stop]))
     if stopped.get("stop_reason") != "stop_sequence" or stopped.get("stop_sequence") != stop or \
             stop in message_text(stopped):
+        if message_text(stopped) == text:  # as if no stop sequence had been sent
+            fail("anthropic_message_body", "the stop sequence did not stop the answer: it is "
+                 "the answer without stop_sequences", ignored=True, ignored_field=STOP_FIELD,
+                 body=stopped, stop=stop)
         fail("anthropic_message_body", "a matched stop sequence must end the message, "
              "be named in stop_sequence and not appear in the text", body=stopped, stop=stop)
 
@@ -187,7 +193,8 @@ def _check_count_tokens(client: SuiteClient, model_name: str | None, choice: str
     if not count_agrees(count["input_tokens"], prompt_tokens_of(body.get("usage") or {})):
         fail("anthropic_message_body", "count_tokens differs from the message's prompt tokens "
              "(input + cache reads + cache writes) by more than an estimate may",
-             source=sources.ANTHROPIC_COUNT_TOKENS, counted=count, usage=body["usage"])
+             source=sources.ANTHROPIC_COUNT_TOKENS, counted=count, usage=body["usage"],
+             defect=COUNT_TOKENS_DEFECT)
 
 
 def _output_tokens(message: dict[str, Any]) -> int | None:

@@ -62,7 +62,8 @@ def test_responses_required_tool_choice_calls_a_declared_function(
         return
     if not calls:
         fail("forced_tool_call", "tool_choice 'required' produced no function_call item",
-             ignored=True, output=body.get("output"), status=body.get("status"))
+             ignored=True, ignored_field="tool_choice", output=body.get("output"),
+             status=body.get("status"))
     call = calls[0]
     if call.get("name") != "get_weather":
         fail("forced_tool_call", f"called undeclared {call.get('name')!r}", call=call)
@@ -88,7 +89,8 @@ def test_anthropic_any_tool_choice_uses_a_declared_tool(
         return  # cut by max_tokens: an honest end, with or without a partial call
     if not uses or body.get("stop_reason") != "tool_use":
         fail("forced_tool_call", "tool_choice any produced no tool_use block",
-             ignored=True, content=body.get("content"), stop_reason=body.get("stop_reason"))
+             ignored=True, ignored_field="tool_choice", content=body.get("content"),
+             stop_reason=body.get("stop_reason"))
     if uses[0].get("name") != "get_weather" or not isinstance(uses[0].get("input"), dict):
         fail("forced_tool_call", "the tool_use block is not a call of the declared tool",
              block=uses[0])

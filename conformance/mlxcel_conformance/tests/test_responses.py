@@ -13,6 +13,7 @@ import pytest
 
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED, STREAM_TEXT
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
 from mlxcel_conformance.flows import check_schema, response_of
 from mlxcel_conformance.flows_typed import (
@@ -56,7 +57,8 @@ def test_responses_stream_matches_body(client: SuiteClient, model_name: str | No
             stream.output_text != output_text(body):
         fail("responses_event_order", "the greedy stream differs from the body",
              streamed=stream.output_text, non_streamed=output_text(body),
-             terminal=stream.terminal, body_status=body.get("status"))
+             terminal=stream.terminal, body_status=body.get("status"),
+             defect=STREAM_TEXT if stream.output_text == "" != output_text(body) else None)
 
 
 @pytest.mark.conformance(family="responses", feature="responses.stream.reasoning")
@@ -80,13 +82,15 @@ def test_responses_incomplete(client: SuiteClient, model_name: str | None) -> No
         if response.get("status") != "incomplete" or \
                 details.get("reason") != "max_output_tokens":
             fail("response_body", f"{where}: a length stop must be incomplete/max_output_tokens",
-                 response=response)
+                 response=response,
+                 defect=CUT_ENDS_COMPLETED if response.get("status") == "completed" else None)
         if (response.get("usage") or {}).get("output_tokens") != 4:
             fail("response_body", f"{where}: max_output_tokens=4 not honoured",
                  usage=response.get("usage"))
     if stream.terminal != "response.incomplete":
         fail("responses_event_order", "a length stop must end with response.incomplete",
-             terminal=stream.terminal)
+             terminal=stream.terminal,
+             defect=CUT_ENDS_COMPLETED if stream.terminal == "response.completed" else None)
 
 
 @pytest.mark.conformance(family="responses", feature="responses.tools.function_call")

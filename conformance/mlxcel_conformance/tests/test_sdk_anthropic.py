@@ -11,6 +11,7 @@ import pytest
 
 from mlxcel_conformance import pace
 from mlxcel_conformance.checks import sources
+from mlxcel_conformance.checks.anthropic_body import COUNT_TOKENS_DEFECT
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.target import Target
 from mlxcel_conformance.tests.test_anthropic import count_agrees
@@ -74,7 +75,8 @@ def test_sdk_anthropic_count_tokens(target: Target, sdk_model: str) -> None:
     if not count_agrees(counted.input_tokens, prompt):
         fail("sdk_anthropic", "count_tokens differs from the prompt tokens of usage "
              "(input + cache reads + cache writes)", source=sources.ANTHROPIC_COUNT_TOKENS,
-             counted=counted.input_tokens, usage=created.usage.model_dump())
+             counted=counted.input_tokens, usage=created.usage.model_dump(),
+             defect=COUNT_TOKENS_DEFECT)
 
 
 # Thinking on as the template renders it by default (Anthropic's adaptive thinking): a Messages

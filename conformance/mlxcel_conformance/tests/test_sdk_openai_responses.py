@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from mlxcel_conformance.checks.registry import fail
+from mlxcel_conformance.checks.responses_events import STREAM_TEXT
 from mlxcel_conformance.client import SuiteClient
 from mlxcel_conformance.profiles import Profile
 from mlxcel_conformance.sdk_clients import openai_client
@@ -116,7 +117,8 @@ def test_sdk_responses_stream(target: Target, sdk_model: str) -> None:
                                         max_output_tokens=32, temperature=0)
     if "".join(deltas) != final.output_text or final.output_text != plain.output_text:
         fail("sdk_openai", "streamed deltas, final response and plain create disagree",
-             deltas=deltas, final=final.output_text, plain=plain.output_text)
+             deltas=deltas, final=final.output_text, plain=plain.output_text,
+             defect=STREAM_TEXT if not deltas and final.output_text else None)
 
 
 @pytest.mark.conformance(family="sdk-openai", feature="sdk-openai.responses.chaining")
