@@ -291,7 +291,7 @@ def store(model: str | None, logdir: Path, count: int, budget: int,
             after = server_rss_bytes(pid) or 0
             newest = client.get(f"{server.url}/v1/responses/{ids[-1]}").status_code if ids else None
             oldest = client.get(f"{server.url}/v1/responses/{ids[0]}").status_code if ids else None
-        files = sum(p.stat().st_size for p in logdir.glob("store.sqlite*"))
+        files = 0 if in_memory else sum(p.stat().st_size for p in logdir.glob("store.sqlite*"))
         grown = after - before
         return {
             "requests": count, "store_path": path if in_memory else "a file",
