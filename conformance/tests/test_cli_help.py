@@ -50,19 +50,27 @@ def test_value_options_are_joined_for_pytest() -> None:
     assert cli.join_values(["--report", "out", "-x"]) == ["--report=out", "-x"]
 
 
-def test_help_pytest_is_pytests_full_help() -> None:
-    done = subprocess.run([sys.executable, "-m", "mlxcel_conformance", "--help-pytest"],
+@pytest.fixture(scope="module")
+def pytest_help() -> subprocess.CompletedProcess[str]:
+    """``mlxcel-conformance --help-pytest``, run once for the tests that read it."""
+    return subprocess.run([sys.executable, "-m", "mlxcel_conformance", "--help-pytest"],
                           capture_output=True, text=True, timeout=120)
+
+
+def test_help_pytest_is_pytests_full_help(pytest_help: subprocess.CompletedProcess[str]
+                                          ) -> None:
+    done = pytest_help
     assert done.returncode == 0, done.stderr
     assert "-k EXPRESSION" in done.stdout  # pytest's own
     assert "--base-url=URL" in done.stdout  # the plugin's options, in pytest's help too
 
 
-def test_help_lists_every_option_the_plugins_register(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_lists_every_option_the_plugins_register(
+        capsys: pytest.CaptureFixture[str], pytest_help: subprocess.CompletedProcess[str]
+) -> None:
     """pytest's own help shows what the plugins really registered (``mlxcel-conformance:``
     group): the short help lists each of them, robustness options included."""
-    done = subprocess.run([sys.executable, "-m", "mlxcel_conformance", "--help-pytest"],
-                          capture_output=True, text=True, timeout=120)
+    done = pytest_help
     group = done.stdout.split("\nmlxcel-conformance:\n", 1)[1].split("\n\n", 1)[0]
     registered = {line.split()[0].split("=")[0].rstrip(",") for line in group.splitlines()
                   if line.startswith("  --")}

@@ -114,9 +114,20 @@ def test_404_everywhere_is_not_an_llm_server() -> None:
     assert "GET /v1/models" in seen and "POST /v1/chat/completions" in seen
 
 
-def test_a_base_url_ending_in_v1_is_corrected_with_a_note() -> None:
+@pytest.fixture(scope="module")
+def run_through() -> tuple[str, int, str, list[str]]:
+    """One suite run that gets past the preflight to collection (each costs a whole one): a
+    --base-url ending in /v1/, and pytest options beside the suite's. The URL, exit code,
+    output, and the paths the server was asked for."""
     with answering(200) as (url, seen):
-        code, out, _took = _suite("--base-url", f"{url}/v1/", "-k", "no_test_has_this_name")
+        code, out, _took = _suite("--base-url", f"{url}/v1/", "--maxfail=1", "--co",
+                                  "-k", "no_test_has_this_name")
+    return url, code, out, seen
+
+
+def test_a_base_url_ending_in_v1_is_corrected_with_a_note(
+        run_through: tuple[str, int, str, list[str]]) -> None:
+    url, code, out, seen = run_through
     assert code == pytest.ExitCode.NO_TESTS_COLLECTED, out  # it ran, with the corrected URL
     assert f"note: --base-url ends in /v1; the suite adds /v1 to every route itself, so it " \
         f"uses {url}" in out
@@ -136,11 +147,11 @@ def test_a_typo_is_one_line_with_the_choices(argv: list[str], says: str) -> None
     assert says in _one_error_line(out)
 
 
-def test_pytest_options_still_pass() -> None:
-    """An option of pytest's (not the suite's) is not a typo."""
-    with answering(200) as (url, _):
-        code, out, _took = _suite("--base-url", url, "--maxfail=1", "--co", "-k", "nothing_x")
+def test_pytest_options_still_pass(run_through: tuple[str, int, str, list[str]]) -> None:
+    """An option of pytest's (not the suite's: --maxfail, --co) is not a typo."""
+    _url, code, out, _seen = run_through
     assert code == pytest.ExitCode.NO_TESTS_COLLECTED, out
+    assert "unknown option" not in out
 
 
 def test_version_is_the_suites() -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +34,15 @@ def verdicts(report: dict[str, Any]) -> dict[str, str]:
             if r["verdict"] != "UNSUPPORTED"}
 
 
+def _served_run(replay: Replay, profile: str, report: Path) -> dict[str, Any]:
+    with serving(replay) as url:
+        return run_suite(url, profile, report)
+
+
 @pytest.mark.parametrize("profile", PROFILES)
-def test_the_real_recordings_pass_every_contract_check(profile: str, tmp_path: Path) -> None:
-    with serving(Replay()) as url:
-        report = run_suite(url, profile, tmp_path)
+def test_the_real_recordings_pass_every_contract_check(
+        profile: str, suite_runs: dict[str, Future[dict[str, Any]]]) -> None:
+    report = suite_runs[profile].result()
     found = verdicts(report)
     assert found and set(found.values()) == {"PASS"}, report["records"]
     assert report["summary"]["tiers"]["contract"]["FAIL"] == 0
@@ -90,11 +97,30 @@ BROKEN: dict[str, tuple[str, str, bytes, str]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def suite_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[dict[str, Future[dict[str, Any]]]]:
+    """The suite runs this module's selected tests read (the real recordings under a profile, or
+    one broken copy each), started at once and run two at a time: each is one single-threaded
+    process, so two keep both cores of a CI machine busy. A test waits for its own run and sees
+    its own error."""
+    runs: dict[str, tuple[Replay, str]] = {profile: (Replay(), profile) for profile in PROFILES}
+    runs.update({case: (Replay({name: broken}), profile)
+                 for case, (profile, name, broken, _feature) in BROKEN.items()})
+    selected = {key for item in request.session.items
+                if isinstance(item, pytest.Function) and item.module is request.module
+                and hasattr(item, "callspec")
+                for key in item.callspec.params.values() if key in runs}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        yield {key: pool.submit(_served_run, *runs[key], tmp_path_factory.mktemp(key))
+               for key in sorted(selected)}
+
+
 @pytest.mark.parametrize("case", sorted(BROKEN))
-def test_a_broken_recording_is_caught(case: str, tmp_path: Path) -> None:
-    profile, name, broken, feature = BROKEN[case]
-    with serving(Replay({name: broken})) as url:
-        report = run_suite(url, profile, tmp_path)
+def test_a_broken_recording_is_caught(
+        case: str, suite_runs: dict[str, Future[dict[str, Any]]]) -> None:
+    _profile, _name, _broken, feature = BROKEN[case]
+    report = suite_runs[case].result()
     found = verdicts(report)
     assert found[feature] == "FAIL", report["records"]
     failed = next(r for r in report["records"] if r["feature"] == feature)

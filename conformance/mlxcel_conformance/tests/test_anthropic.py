@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mlxcel_conformance import pace
 from mlxcel_conformance.checks import sources
 from mlxcel_conformance.checks.anthropic_body import COUNT_TOKENS_DEFECT
 from mlxcel_conformance.checks.contract_edges import skip_documented
@@ -119,8 +120,10 @@ def test_messages_tools(client: SuiteClient, model_name: str | None) -> None:
              streamed=streamed, non_streamed=uses)
     if uses and body.get("stop_reason") != "tool_use":
         fail("anthropic_message_body", "a tool_use block needs stop_reason tool_use", body=body)
+    # Each tool_choice is only to be accepted: a plain answer's length is enough for that.
+    accepted = {**payload, "max_tokens": pace.answer_tokens(48)}
     for choice in ({"type": "none"}, {"type": "any"}, {"type": "tool", "name": "get_weather"}):
-        read_message(client, {**payload, "tool_choice": choice})
+        read_message(client, {**accepted, "tool_choice": choice})
 
 
 REQUEST_FIELDS: dict[str, dict[str, Any]] = {
@@ -141,7 +144,8 @@ def test_messages_request_fields_accepted(client: SuiteClient, model_name: str |
     its own feature, apart from anthropic.tools: a server that refuses them still shows how it
     does function tools."""
     read_message(client, messages_payload(model_name, "What is the weather in Paris?",
-                                          max_tokens=48, **REQUEST_FIELDS[case]))
+                                          max_tokens=pace.answer_tokens(48),
+                                          **REQUEST_FIELDS[case]))
 
 
 # tool_choice values whose prompt differs: a forced choice (any / tool) adds an instruction.
@@ -176,11 +180,12 @@ def prompt_tokens_of(usage: dict[str, Any]) -> int:
 
 def _check_count_tokens(client: SuiteClient, model_name: str | None, choice: str,
                         prefix: str) -> None:
-    payload = messages_payload(model_name, system=[{"type": "text", "text": "Be terse."}])
+    # Only the prompt is counted: one output token is enough to read the message's usage.
+    payload = messages_payload(model_name, system=[{"type": "text", "text": "Be terse."}],
+                               max_tokens=1)
     if choice != "no_tools":
         payload["tools"] = [WEATHER_TOOL]
         payload["tool_choice"] = COUNTED_TOOL_CHOICES[choice]
-        payload["max_tokens"] = 4
     counted = client.post(f"{prefix}/messages/count_tokens",
                           {k: v for k, v in payload.items() if k != "max_tokens"},
                           headers=ANTHROPIC_HEADERS)
