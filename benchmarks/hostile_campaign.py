@@ -49,6 +49,7 @@ import httpx
 
 from mlxcel_conformance.health_probe import HealthProbe, idle_latency, server_rss_bytes
 from mlxcel_conformance.slow_readers import Trickler, close_sockets, open_unread_streams
+from mlxcel_conformance.target import wait_healthy
 
 from .run import free_port
 
@@ -80,17 +81,7 @@ def mlxcel_server(model: str | None, flags: list[str], logdir: Path, name: str,
                                 preexec_fn=limit_files if nofile else None)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name}: the server exited ({proc.returncode}); see {log}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
+        if not wait_healthy(url, proc, 300, name, lambda: log.read_text()[-3000:]):
             raise RuntimeError(f"{name}: the server was not ready in 300 s; see {log}")
         yield Server(url, proc, log)
     finally:
