@@ -188,3 +188,27 @@ def test_rope_freqs_that_are_not_llama3s_are_refused(tmp_path: Path) -> None:
     write_fixture_gguf(LLAMA, tmp_path / "m.gguf", extra={"rope_freqs.weight": odd})
     with pytest.raises(UnsupportedGGUF, match="is not Llama 3's rope scaling"):
         load_gguf(str(tmp_path / "m.gguf"))
+
+
+def test_a_layer_packed_otherwise_is_named_in_the_config() -> None:
+    """A Q4_1 file keeps its token embeddings in Q8_0: the config names that layer's own
+    width, as mlx-lm's mixed-precision configs do (an mlx-lm that does not read widths off the
+    arrays, 0.31 say, then loads the converted directory)."""
+    from mlxcel.engine.gguf.model_builder import _quantization
+
+    class Three(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b, self.c = (nn.Linear(64, 64, bias=False) for _ in range(3))
+
+    weights: dict[str, mx.array] = {}
+    for name, bits in (("a", 4), ("b", 8), ("c", 4)):
+        packed, scales, biases = mx.quantize(mx.random.normal((64, 64)), group_size=32,
+                                             bits=bits)
+        weights |= {f"{name}.weight": packed, f"{name}.scales": scales,
+                    f"{name}.biases": biases}
+    model = Three()
+    assert _quantization(model, weights) == {
+        "group_size": 32, "bits": 4, "mode": "affine",
+        "b": {"group_size": 32, "bits": 8, "mode": "affine"}}
+    assert isinstance(model.b, nn.QuantizedLinear) and model.b.bits == 8

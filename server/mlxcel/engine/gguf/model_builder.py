@@ -64,22 +64,31 @@ def _permuted_heads(path: str, metadata: dict[str, Any], config: dict[str, Any]
 
 
 def _quantization(model: nn.Module, weights: dict[str, mx.array]) -> dict[str, Any] | None:
-    """Swap in quantized layers where the weights are quantized; the config's ``quantization``
-    (the most common width; each layer's own is read off its arrays on load)."""
+    """Swap in quantized layers where the weights are quantized; the config's ``quantization``:
+    the most common width, and an entry of its own for each layer packed otherwise (a Q4_1
+    file keeps its token embeddings in Q8_0), as mlx-lm's mixed-precision configs name them, so
+    that an mlx-lm that does not read widths off the arrays loads the directory too."""
     widths: Counter[tuple[int, int]] = Counter()  # (bits, group size) -> layers
+    layers: dict[str, dict[str, Any]] = {}
 
     def predicate(module_path: str, module: nn.Module) -> bool | dict[str, Any]:
         if not hasattr(module, "to_quantized") or f"{module_path}.scales" not in weights:
             return False
         params = infer_quant_config(module_path, module, weights)
         widths[(params["bits"], params["group_size"])] += 1
+        layers[module_path] = params
         return params
 
     nn.quantize(model, class_predicate=predicate)
     if not widths:
         return None
     bits, group_size = widths.most_common(1)[0][0]
-    return {"group_size": group_size, "bits": bits, "mode": "affine"}
+    quantization: dict[str, Any] = {"group_size": group_size, "bits": bits, "mode": "affine"}
+    for module_path, params in layers.items():
+        if (params["bits"], params["group_size"]) != (bits, group_size):
+            quantization[module_path] = {"group_size": params["group_size"],
+                                         "bits": params["bits"], "mode": params["mode"]}
+    return quantization
 
 
 def build_model(path: str, config: dict[str, Any], metadata: dict[str, Any],
