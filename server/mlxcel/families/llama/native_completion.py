@@ -39,7 +39,7 @@ from ...protocol.sampling_fields import logit_bias_count
 from ...protocol.timings import draft_fields, llama_timings
 from ...protocol.types import INT32_MAX, Int
 from ...structured.user_grammar import user_grammar_factories
-from .probs import completion_probabilities, encode_with_probabilities
+from .probs import encode_with_probabilities
 from .props_bodies import ParamsView, params_body
 
 # llama-server's JSON-object prompt: {"prompt_string": ..., "multimodal_data": [...]}.
@@ -392,21 +392,12 @@ class NativeRun:
             "tokens_evaluated": len(self.gen.prompt_tokens),
         }
 
-    def partial(self, event: TokenDelta, with_timings: bool = False) -> dict[str, Any]:
+    def partial_json(self, event: TokenDelta, with_timings: bool = False) -> str:
+        """One streamed partial as JSON, its ``completion_probabilities`` (when asked) built
+        from cached pieces (``encode_with_probabilities``): with ``n_probs`` near the
+        vocabulary a partial is hundreds of kB."""
         chunk = self._partial(event.text, list(event.token_ids))
         if with_timings:  # timings_per_token: the timings so far on every partial
-            chunk["timings"] = self.timings_so_far()
-        if self.gen.logprobs:
-            chunk["completion_probabilities"] = completion_probabilities(
-                event.logprobs, self.gen.post_sampling_probs)
-        return chunk
-
-    def partial_json(self, event: TokenDelta, with_timings: bool = False) -> str:
-        """``partial`` encoded as JSON, its probabilities from cached pieces
-        (``encode_with_probabilities``): with ``n_probs`` near the vocabulary a partial is
-        hundreds of kB, and this runs on the event loop."""
-        chunk = self._partial(event.text, list(event.token_ids))
-        if with_timings:
             chunk["timings"] = self.timings_so_far()
         if not self.gen.logprobs:
             return encode_with_probabilities(chunk, None)
