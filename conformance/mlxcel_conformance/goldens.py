@@ -279,7 +279,11 @@ def _state_machine_diffs(path: str, events: Any) -> list[str]:
     try:
         machine(events)
     except ConformanceFailure as failure:
-        return [f"{failure.check}: {failure.message}"]
+        # a rule the machine names as one defect in several forms (a cut response reported
+        # completed) is that defect here too, so the golden and the feature count once
+        named = failure.evidence.get("defect")
+        return [named if isinstance(named, str) and named.startswith(f"{failure.check}: ")
+                else f"{failure.check}: {failure.message}"]
     return []
 
 

@@ -267,6 +267,8 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
         return Record(family="", feature="", verdict=Verdict.ERROR, checks=[], severity=None,
                       message=str(exc), evidence={}, duration_s=0.0)
     kind = type(exc).__name__
+    if _is_timeout(exc) or _is_timeout(exc.__cause__):
+        return _timed_out(exc, kind)
     evidence: dict[str, Any] = {}
     if isinstance(exc, httpx.TransportError):
         # The server went away or hung: say which request found out.
@@ -288,6 +290,36 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str) -> Reco
                   checks=[kind], severity="high" if server_fault else None,
                   message=f"{kind}: {exc}{_fields(exc.__cause__)}"[:2000], evidence=evidence,
                   duration_s=0.0)
+
+
+def _is_timeout(exc: BaseException | None) -> bool:
+    """httpx's timeouts, and those of the copy of httpx an SDK may carry (openai's ``httpx2``),
+    under an SDK's own ``APITimeoutError``."""
+    return exc is not None and any(t.__name__ == "TimeoutException" for t in type(exc).__mro__)
+
+
+def _timed_out(exc: BaseException, kind: str) -> Record:
+    """No answer within the suite's own wait: INCONCLUSIVE, not FAIL. No public text sets a
+    time limit on an answer (RFC 9110 only asks for one), and a slow server, a busy machine or a
+    request the server let run on (a length field it ignored, which its own check reports)
+    all look alike here. The record names the request and the wait that ran out."""
+    timeout = exc if _is_timeout(exc) else exc.__cause__
+    evidence: dict[str, Any] = {"transport_error": type(timeout).__name__}
+    waited = None
+    try:
+        request = timeout.request  # type: ignore[union-attr]
+        evidence["request"] = f"{request.method} {request.url}"
+        waited = (request.extensions.get("timeout") or {}).get("read")
+    except (AttributeError, RuntimeError):
+        pass
+    measured = pace.current().tokens_per_s
+    evidence["suite_wait_s"] = waited
+    evidence["pace_tokens_per_s"] = measured if measured != float("inf") else None
+    wait = f"{waited:.4g} s" if isinstance(waited, (int, float)) else "the suite's wait"
+    return Record(family="", feature="", verdict=Verdict.INCONCLUSIVE, checks=[kind],
+                  severity=None, message=f"{kind}: no answer within {wait}, the suite's own "
+                  "wait (no public rule sets one): this decides nothing about the feature",
+                  evidence=evidence, duration_s=0.0)
 
 
 def _fields(cause: BaseException | None) -> str:

@@ -32,12 +32,18 @@ from mlxcel_conformance.defects import (
 )
 from mlxcel_conformance.errors import ConformanceFailure
 from mlxcel_conformance.fail_lines import defect_lines
-from mlxcel_conformance.goldens import USAGE_FOLDED, check_golden, compare_transcripts
+from mlxcel_conformance.goldens import (
+    USAGE_FOLDED,
+    _state_machine_diffs,
+    check_golden,
+    compare_transcripts,
+)
 from mlxcel_conformance.goldens import _defect as golden_defect
 from mlxcel_conformance.peers import pages
 from mlxcel_conformance.report import Record, Report, Verdict
 from mlxcel_conformance.report_html import anchor, render_report
 from mlxcel_conformance.sdk_clients import schema_form
+from mlxcel_conformance.sse import SSEEvent
 
 LOGPROBS = "choices[0] lacks the `logprobs` key (null is fine)"
 
@@ -551,3 +557,27 @@ def test_stop_strings_not_honoured_are_one_ignored_defect_on_chat_and_messages()
     with pytest.raises(ConformanceFailure) as cut_late:  # stopped, but not where it matched
         check_stop_string_not_leaked(story.replace("qui", ""), "qui", story)
     assert not cut_late.value.message.startswith("IGNORED")
+
+
+def test_a_golden_whose_stream_ends_completed_when_cut_counts_with_the_feature() -> None:
+    """vllm-mlx's count_stream golden: the transcript's events agree, and the event machine
+    run on the raw stream finds the cut response ended by response.completed. The golden's
+    diff is the machine's named defect, so golden and feature are one defect (issue 39)."""
+    def event(n: int, kind: str, status: str) -> SSEEvent:
+        response = {"id": "resp_1", "object": "response", "status": status, "output": [],
+                    "incomplete_details": {"reason": "max_output_tokens"}
+                    if status == "incomplete" else None}
+        data = {"type": kind, "sequence_number": n, "response": response}
+        return SSEEvent(event=kind, data=json.dumps(data))
+
+    events = [event(0, "response.created", "in_progress"),
+              event(1, "response.in_progress", "in_progress"),
+              event(2, "response.completed", "incomplete")]
+    diffs = _state_machine_diffs("/v1/responses", events)
+    assert diffs == [CUT_ENDS_COMPLETED]
+    golden = golden_defect("responses/count_stream", diffs, 200, 200, "")
+    machine = _failure("responses_event_order", "event 20 (response.completed): "
+                       "response.status is 'incomplete', expected 'completed'",
+                       defect=CUT_ENDS_COMPLETED)
+    assert entry("golden_transcript", "g", {"defect": golden})["key"] == \
+        entry(machine.check, machine.message, machine.evidence)["key"]

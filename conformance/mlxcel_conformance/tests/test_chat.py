@@ -5,14 +5,24 @@ behaviour features read their answers with `readers` and judge only their behavi
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from mlxcel_conformance.checks.engine_checks import check_stop_string_not_leaked
 from mlxcel_conformance.checks.openai_common import check_no_usage_chunk, check_usage_chunk_last
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient
-from mlxcel_conformance.flows import chat_json, chat_payload, chat_stream, message_content
+from mlxcel_conformance.flows import (
+    CHAT_PATH,
+    chat_json,
+    chat_payload,
+    chat_stream,
+    message_content,
+)
 from mlxcel_conformance.readers import read_chat, read_stream
+from mlxcel_conformance.sse import iter_sse
 
 pytestmark = pytest.mark.conformance(family="chat")
 
@@ -67,6 +77,13 @@ def test_chat_token_limit(client: SuiteClient, model_name: str | None, field: st
     payload = chat_payload(model_name, STORY)
     payload.pop("max_tokens")
     payload[field] = 3
+    # Streamed first, read only as far as the limit allows: a server that ignores the field
+    # is found out at once, not by waiting for a story it lets run to its own default length.
+    pieces = _pieces_until(client, {**payload, "stream": True}, PAST_LIMIT)
+    if pieces >= PAST_LIMIT:
+        fail("max_tokens_honoured", f"{field}=3: the stream went on past {PAST_LIMIT} text "
+             "deltas (each carries at least one token), so the limit was not applied",
+             ignored=True, ignored_field=field, deltas_read=pieces)
     body = read_chat(client, payload)
     reason = body["choices"][0].get("finish_reason")
     used = (body.get("usage") or {}).get("completion_tokens")
@@ -87,6 +104,38 @@ def test_chat_token_limit(client: SuiteClient, model_name: str | None, field: st
             streamed=stream.finish_reasons(),
             non_streamed=reason,
         )
+
+
+# Text deltas read from a stream limited to 3 tokens before the limit is known to be ignored:
+# every delta carries at least one token's text, and a server may split one token's text no
+# more than a few ways (a multi-byte character held back), so 16 is far past 3 tokens.
+PAST_LIMIT = 16
+
+
+def _pieces_until(client: SuiteClient, payload: dict[str, Any], most: int) -> int:
+    """The chunks with text a chat stream sends, counted up to ``most`` (then the stream is
+    closed). Framing is judged by the stream features, not here."""
+    pieces = 0
+    with client.http.stream("POST", CHAT_PATH, json=payload) as response:
+        if response.status_code != 200:
+            return 0  # the full reads below judge the refusal
+        for event in iter_sse(response.iter_text()):
+            if event.data.strip() == "[DONE]":
+                break
+            try:
+                chunk = json.loads(event.data)
+            except ValueError:
+                continue
+            choices = chunk.get("choices") if isinstance(chunk, dict) else None
+            delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
+            if isinstance(delta, dict) and any(delta.get(k) for k in TEXT_KEYS):
+                pieces += 1
+                if pieces >= most:
+                    break
+    return pieces
+
+
+TEXT_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
 
 
 def _stop_candidate(text: str) -> str | None:

@@ -45,15 +45,24 @@ def test_completion_stream_usage_chunk(client: SuiteClient, model_name: str | No
     check_usage_chunk_last(completion_stream(client, payload).chunks)
 
 
-@pytest.mark.conformance(family="completions", feature="completions.stream.matches_json")
+# No public text promises that a greedy stream repeats a greedy body on /v1/completions (OpenAI
+# calls even a seeded answer best effort, and llama-server's README makes the promise for its
+# own /completion only, judged in test_llama_native): the reference's promise, extension tier.
+GREEDY_REPEATS = ("mlxcel API reference: docs/chat.md, Seeds and greedy decoding (a greedy "
+                  "answer prefilled cold, cache_prompt false, repeats token for token)")
+
+
+@pytest.mark.conformance(family="completions", feature="completions.stream.matches_json",
+                         extension="sampling")
 def test_completion_stream_text_matches_json(client: SuiteClient, model_name: str | None) -> None:
-    payload = completion_payload(model_name, max_tokens=12)
+    payload = completion_payload(model_name, max_tokens=12, cache_prompt=False)
     body = read_chat(client, payload, COMPLETIONS_PATH)
     stream = read_stream(client, payload, COMPLETIONS_PATH)
     if stream.content != body["choices"][0]["text"]:
         fail(
             "stream_matches_json",
             "greedy stream text differs from the JSON text",
+            source=GREEDY_REPEATS,
             streamed=stream.content,
             non_streamed=body["choices"][0]["text"],
         )
