@@ -419,10 +419,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """``--fail-on fail``: failed tests whose features are all ERROR (a fault of the suite's
-    setup, not of the server) leave the exit status 0; any FAIL keeps it 1."""
+    """A failed test whose record is no failure of the run (INCONCLUSIVE: a request the suite
+    stopped waiting for) leaves the exit status 0; so do ERROR records under ``--fail-on fail``
+    (a fault of the suite's setup, not of the server). Any FAIL keeps it 1."""
     config = session.config
-    if config.getoption("--fail-on") != "fail" or exitstatus != pytest.ExitCode.TESTS_FAILED:
+    if exitstatus != pytest.ExitCode.TESTS_FAILED or _REPORT_KEY not in config.stash:
         return
-    if _REPORT_KEY in config.stash and not config.stash[_REPORT_KEY].counts()[Verdict.FAIL]:
+    counts = config.stash[_REPORT_KEY].counts()
+    if counts[Verdict.FAIL]:
+        return
+    if config.getoption("--fail-on") == "fail" or not counts[Verdict.ERROR]:
         session.exitstatus = pytest.ExitCode.OK

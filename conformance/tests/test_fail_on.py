@@ -96,3 +96,38 @@ def test_lenient_and_inconclusive_are_verdicts_and_no_failure(
         "INCONCLUSIVE", ["structured_output_valid"])
     html = (pytester.path / "out" / "conformance.html").read_text()
     assert 'class="v LENIENT"' in html and 'class="v INCONCLUSIVE"' in html
+
+
+_TIMEOUT = '''
+import socket
+
+import httpx
+import pytest
+
+@pytest.mark.conformance(family="chat", feature="chat.max_tokens")
+def test_unanswered():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    try:
+        httpx.post(f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions",
+                   json={}, timeout=httpx.Timeout(0.2, connect=2.0))
+    finally:
+        listener.close()
+'''
+
+
+@pytest.mark.parametrize("fail_on", ["any", "fail"])
+def test_a_request_the_suite_stopped_waiting_for_is_inconclusive(
+        pytester: pytest.Pytester, fail_on: str) -> None:
+    """No public rule sets a time limit: a ReadTimeout is INCONCLUSIVE and no failure of the
+    run (issue 39: a slow peer's timeouts were FAILs citing RFC 9110)."""
+    pytester.makepyfile(test_timeout=_TIMEOUT)
+    result = pytester.runpytest_inprocess(
+        "-q", "-p", "mlxcel_conformance.plugin", "-p", "no:cacheprovider", "--tb=no",
+        "--profile=mlx-lm", f"--fail-on={fail_on}", f"--report={pytester.path / 'out'}")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "INCONCLUSIVE chat chat.max_tokens [[]ReadTimeout[]] ReadTimeout: no answer within 0.2 s*",
+        "mlxcel-conformance: 0 PASS, 0 FAIL, 0 UNSUPPORTED, 0 ERROR, 0 LENIENT, 1 INCONCLUSIVE *",
+    ])
