@@ -64,6 +64,24 @@ _POSITIONS = (
 )
 
 
+# One defect in two families: a stream that reports reasoning (a Responses `reasoning` item, a
+# Messages `thinking` block) that the same request's non-streamed answer does not have (vllm-mlx
+# 0.6.0 parses reasoning only while streaming).
+STREAM_ADDS_REASONING = ("stream_vs_body: the stream reports a reasoning block that the "
+                         "non-streamed answer to the same request does not have")
+REASONING_KINDS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+
+
+def stream_adds_reasoning(streamed: list[Any], non_streamed: list[Any]) -> str | None:
+    """``STREAM_ADDS_REASONING`` when the streamed item kinds are the non-streamed ones plus
+    reasoning, else None (the kinds differ some other way)."""
+    added = [k for k in streamed if k in REASONING_KINDS]
+    rest = [k for k in streamed if k not in REASONING_KINDS]
+    if added and rest == non_streamed and not REASONING_KINDS & set(non_streamed):
+        return STREAM_ADDS_REASONING
+    return None
+
+
 # A body or chunk whose `object` is another route's (mlx-lm's usage chunk says
 # "chat.completion" on /v1/chat/completions and on /v1/completions alike): the wrong value is the
 # cause, whichever object the route expected and whichever form (schema check, SDK) found it.

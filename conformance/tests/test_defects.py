@@ -13,21 +13,23 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import Response
 
 from mlxcel_conformance.checks.anthropic_body import check_anthropic_message_body
-from mlxcel_conformance.checks.engine_checks import STOP_FIELD, check_stop_string_not_leaked
+from mlxcel_conformance.checks.engine_checks import STOP_NOT_APPLIED, check_stop_string_not_leaked
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
 from mlxcel_conformance.checks.field_parity import check_field_parity, openai_error_objects
 from mlxcel_conformance.checks.openai_common import check_no_usage_chunk, check_usage_chunk_last
-from mlxcel_conformance.checks.registry import fail, ignored_defect
+from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.checks.responses_body import check_response_body
 from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED
 from mlxcel_conformance.checks.vision import check_image_not_a_server_error
 from mlxcel_conformance.defects import (
+    STREAM_ADDS_REASONING,
     distinct,
     entries,
     entry,
     fail_rows,
     normalize,
     refusal,
+    stream_adds_reasoning,
     wrong_object,
 )
 from mlxcel_conformance.errors import ConformanceFailure
@@ -548,15 +550,19 @@ def test_usage_on_the_finish_chunk_is_one_defect_asked_for_or_not() -> None:
                  unasked.value.evidence)["key"] not in keys
 
 
-def test_stop_strings_not_honoured_are_one_ignored_defect_on_chat_and_messages() -> None:
+def test_stop_strings_not_honoured_are_one_defect_however_they_go_wrong() -> None:
+    """vllm-mlx on SmolLM2: one stop ignored (IGNORED, named so), another cut in the wrong
+    place, and Messages' stop_sequences ignored: one stop-matching defect, not three."""
     story = "Once upon a time, a small robot named Pip lived in a quiet village"
     with pytest.raises(ConformanceFailure) as chat:
         check_stop_string_not_leaked(story, "qui", story)
     assert chat.value.message.startswith("IGNORED: ")
-    assert chat.value.evidence["defect"] == ignored_defect(STOP_FIELD)
+    assert chat.value.evidence["verdict_class"] == "IGNORED"
     with pytest.raises(ConformanceFailure) as cut_late:  # stopped, but not where it matched
         check_stop_string_not_leaked(story.replace("qui", ""), "qui", story)
     assert not cut_late.value.message.startswith("IGNORED")
+    keys = {entry(f.check, f.message, f.evidence)["key"] for f in (chat.value, cut_late.value)}
+    assert keys == {STOP_NOT_APPLIED}
 
 
 def test_a_golden_whose_stream_ends_completed_when_cut_counts_with_the_feature() -> None:
@@ -581,3 +587,12 @@ def test_a_golden_whose_stream_ends_completed_when_cut_counts_with_the_feature()
                        defect=CUT_ENDS_COMPLETED)
     assert entry("golden_transcript", "g", {"defect": golden})["key"] == \
         entry(machine.check, machine.message, machine.evidence)["key"]
+
+
+def test_a_stream_that_adds_reasoning_is_one_defect_on_responses_and_messages() -> None:
+    """vllm-mlx 0.6.0 on SmolLM2: the Responses stream has a reasoning item and the Messages
+    stream a thinking block that the same requests' bodies do not: one defect."""
+    assert stream_adds_reasoning(["reasoning", "message"], ["message"]) == STREAM_ADDS_REASONING
+    assert stream_adds_reasoning(["thinking", "text"], ["text"]) == STREAM_ADDS_REASONING
+    assert stream_adds_reasoning(["message"], ["reasoning", "message"]) is None
+    assert stream_adds_reasoning(["thinking", "tool_use"], ["text"]) is None

@@ -123,15 +123,22 @@ def check_logprobs_match_sampled_token(
 STOP_FIELD = "stop / stop_sequences"
 
 
+# One defect whichever way a stop string goes wrong where it matches: not applied at all
+# (IGNORED, in that case), cut in the wrong place, or left in the text; chat's `stop` and
+# Messages' `stop_sequences` alike (a server that misses a stop inside a token misses it both
+# ways and on both routes).
+STOP_NOT_APPLIED = "stop_string_not_leaked: a matched stop string does not end the text there"
+
+
 @check("stop_string_not_leaked", severity=Severity.HIGH,
        description="No part of a matched stop string reaches the client",
        verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_stop_string_not_leaked(content: str, stop: str, unstopped: str) -> None:
-    defect = "stop_string_not_leaked: a matched stop string does not end the text there"
+    defect = STOP_NOT_APPLIED
     if stop in content and content == unstopped:
         fail("stop_string_not_leaked", "the stop string did not stop the answer: it is the "
              "answer without the stop string", ignored=True, ignored_field=STOP_FIELD,
-             content=content, stop=stop)
+             content=content, stop=stop, defect=defect)
     if stop in content:
         fail("stop_string_not_leaked", "the stop string appears in the content",
              content=content, stop=stop, defect=defect)

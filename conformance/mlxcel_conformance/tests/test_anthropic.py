@@ -15,12 +15,13 @@ from mlxcel_conformance import pace
 from mlxcel_conformance.checks import sources
 from mlxcel_conformance.checks.anthropic_body import COUNT_TOKENS_DEFECT
 from mlxcel_conformance.checks.contract_edges import skip_documented
-from mlxcel_conformance.checks.engine_checks import STOP_FIELD
+from mlxcel_conformance.checks.engine_checks import STOP_FIELD, STOP_NOT_APPLIED
 from mlxcel_conformance.checks.errors_checks import (
     check_error_body_anthropic,
 )
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
+from mlxcel_conformance.defects import stream_adds_reasoning
 from mlxcel_conformance.flows import check_schema, response_of, with_model
 from mlxcel_conformance.flows_typed import (
     ANTHROPIC_HEADERS,
@@ -87,7 +88,7 @@ def test_messages_stop_reasons(client: SuiteClient, model_name: str | None) -> N
         if message_text(stopped) == text:  # as if no stop sequence had been sent
             fail("anthropic_message_body", "the stop sequence did not stop the answer: it is "
                  "the answer without stop_sequences", ignored=True, ignored_field=STOP_FIELD,
-                 body=stopped, stop=stop)
+                 body=stopped, stop=stop, defect=STOP_NOT_APPLIED)
         fail("anthropic_message_body", "a matched stop sequence must end the message, "
              "be named in stop_sequence and not appear in the text", body=stopped, stop=stop)
 
@@ -99,9 +100,11 @@ def test_messages_thinking_stream(client: SuiteClient, model_name: str | None) -
     stream = read_message_stream(client, payload)
     body = read_message(client, payload)
     kinds = [block.get("type") for block in stream.message["content"]]
-    if kinds != [block.get("type") for block in body["content"]]:
+    plain = [block.get("type") for block in body["content"]]
+    if kinds != plain:
         fail("anthropic_event_order", "streamed and non-streamed blocks differ",
-             streamed=stream.message["content"], non_streamed=body["content"])
+             streamed=stream.message["content"], non_streamed=body["content"],
+             defect=stream_adds_reasoning(kinds, plain))
     if "thinking" in kinds and kinds.index("thinking") != 0:
         fail("anthropic_event_order", "a thinking block must come first", kinds=kinds)
 

@@ -15,6 +15,7 @@ from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED, STREAM_TEXT
 from mlxcel_conformance.client import SuiteClient, expect_status, json_body
+from mlxcel_conformance.defects import stream_adds_reasoning
 from mlxcel_conformance.flows import check_schema, response_of
 from mlxcel_conformance.flows_typed import (
     RESPONSES_PATH,
@@ -67,9 +68,10 @@ def test_responses_stream_reasoning(client: SuiteClient, model_name: str | None)
     stream = read_response_stream(client, payload)
     body = read_response(client, payload)
     kinds = [item.get("type") for item in stream.response.get("output") or []]
-    if kinds != [item.get("type") for item in body["output"]]:
+    plain = [item.get("type") for item in body["output"]]
+    if kinds != plain:
         fail("responses_event_order", "streamed and non-streamed output items differ",
-             streamed=kinds, non_streamed=[i.get("type") for i in body["output"]])
+             streamed=kinds, non_streamed=plain, defect=stream_adds_reasoning(kinds, plain))
 
 
 @pytest.mark.conformance(family="responses", feature="responses.max_output_tokens")
