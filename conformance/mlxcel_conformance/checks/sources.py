@@ -87,6 +87,11 @@ SPEC_VIEW = "openapi/openapi.yaml, contract view: properties without x-mlxcel-ex
 BACKGROUND = ("OpenAI guide, Background mode (https://platform.openai.com/docs/guides/"
               "background)")
 REFERENCE = "mlxcel API reference (openapi/openapi.yaml, docs/)"
+# A greedy stream repeating the same request's greedy body: no public text promises it (OpenAI
+# calls even a seeded answer best effort; llama-server's README promises it for its own
+# /completion only), so elsewhere it is the reference's promise, the `sampling` extension.
+GREEDY_REPEATS = (REFERENCE + ": docs/chat.md, Seeds and greedy decoding (a greedy answer "
+                  "prefilled cold repeats token for token)")
 
 C, E = Tier.CONTRACT, Tier.EXTENSION
 

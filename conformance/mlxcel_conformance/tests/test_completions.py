@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mlxcel_conformance.checks import sources
 from mlxcel_conformance.checks.contract_edges import skip_documented
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai
 from mlxcel_conformance.checks.openai_common import check_usage_chunk_last
@@ -45,13 +46,8 @@ def test_completion_stream_usage_chunk(client: SuiteClient, model_name: str | No
     check_usage_chunk_last(completion_stream(client, payload).chunks)
 
 
-# No public text promises that a greedy stream repeats a greedy body on /v1/completions (OpenAI
-# calls even a seeded answer best effort, and llama-server's README makes the promise for its
-# own /completion only, judged in test_llama_native): the reference's promise, extension tier.
-GREEDY_REPEATS = ("mlxcel API reference: docs/chat.md, Seeds and greedy decoding (a greedy "
-                  "answer prefilled cold, cache_prompt false, repeats token for token)")
-
-
+# sources.GREEDY_REPEATS: the reference's promise on /v1/completions (llama-server's README
+# makes it for its own /completion only, judged in test_llama_native).
 @pytest.mark.conformance(family="completions", feature="completions.stream.matches_json",
                          extension="sampling")
 def test_completion_stream_text_matches_json(client: SuiteClient, model_name: str | None) -> None:
@@ -62,7 +58,7 @@ def test_completion_stream_text_matches_json(client: SuiteClient, model_name: st
         fail(
             "stream_matches_json",
             "greedy stream text differs from the JSON text",
-            source=GREEDY_REPEATS,
+            source=sources.GREEDY_REPEATS,
             streamed=stream.content,
             non_streamed=body["choices"][0]["text"],
         )
