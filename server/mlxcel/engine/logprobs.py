@@ -9,8 +9,9 @@ from typing import Any, cast
 import mlx.core as mx
 import numpy as np
 
-from ..generation import TokenLogprob, TopLogprob
+from ..generation import GenerationRequest, TokenLogprob, TopLogprob
 from ..generation.alternatives import LOGPROB_FLOOR, TopAlternatives, clamp_logprobs
+from .sampling import post_sampling_logprobs
 
 
 @lru_cache(maxsize=1)
@@ -98,3 +99,27 @@ class LogprobRenderer:
         if special and isinstance(piece, str):
             raw = piece.encode("utf-8")
         return raw.decode("utf-8", errors="replace"), tuple(raw)
+
+
+def logprob_row(request: GenerationRequest, response: Any) -> mx.array:
+    """The vector a sampled token's logprobs are read from: mlx-lm's log-softmax, or the
+    sampler's own distribution when the request asked for post-sampling probabilities."""
+    return post_sampling_logprobs(response.logprobs, request.sampling) \
+        if request.post_sampling_probs else response.logprobs
+
+
+def render_step(renderer: LogprobRenderer | None,
+                step: list[tuple[GenerationRequest, Any]]) -> list[TokenLogprob | None]:
+    """The logprobs of every sequence of a batch step (its request and its response) that
+    asked for them, rendered together (one host transfer for the step, not three per
+    sequence); None for the others."""
+    out: list[TokenLogprob | None] = [None] * len(step)
+    wanted = [i for i, (request, _) in enumerate(step) if request.logprobs]
+    if not wanted or renderer is None:
+        return out
+    rows = [logprob_row(*step[i]) for i in wanted]
+    tokens = [int(step[i][1].token) for i in wanted]
+    top_ns = [step[i][0].top_logprobs for i in wanted]
+    for i, rendered in zip(wanted, renderer.render_batch(rows, tokens, top_ns), strict=True):
+        out[i] = rendered
+    return out

@@ -93,6 +93,11 @@ class StepPlan:
     idle_wait_s: float = 0.0
 
 
+# The plan of an empty queue while something decodes: step the lanes (what ``plan`` returns
+# then), for the loop to use without planning.
+STEP_RUNNING = StepPlan(step_solo=True, step_batch=True)
+
+
 def burst_wait(queue: Sequence[QueuedRequest], idle: bool, waited_s: float) -> float:
     """Seconds an idle engine still waits for a burst to finish arriving; 0 to start now.
 

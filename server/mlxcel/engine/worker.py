@@ -48,17 +48,26 @@ from .handle import RequestHandle
 from .heap import settle_heap
 from .load_hooks import LoadHooks
 from .loaded_model import LoadedModel, load_draft_model, load_model
-from .logprobs import LogprobRenderer
+from .logprobs import LogprobRenderer, logprob_row, render_step
 from .penalties import build_logits_processors
 from .prompt_cache import PromptCache
-from .sampling import check_logit_bias, post_sampling_logprobs
+from .sampling import check_logit_bias
 from .scheduler import PrefillQueue, Waiting
 from .single_sequence import SingleSequenceRun
 from .slots import ActiveSequence, guarded_decoding
 from .solo import SoloRun
 from .speculative import SpeculativeRun, can_speculate, choose_drafter, drafts
 from .stats import EngineStats, RequestMetrics
-from .step_plan import IDLE_WAIT_S, Admission, EngineNow, QueuedRequest, SoloLane, StepPlan, plan
+from .step_plan import (
+    IDLE_WAIT_S,
+    STEP_RUNNING,
+    Admission,
+    EngineNow,
+    QueuedRequest,
+    SoloLane,
+    StepPlan,
+    plan,
+)
 from .stops import StopMatcher
 from .thread_exit import wait_gone
 from .vision import VisionRun, is_vision_checkpoint, load_vision_model
@@ -228,7 +237,9 @@ class Engine:
         while not self._stopping:
             self._reap_cancelled()
             waiting = self.queue.waiting()
-            step = plan(self._queued(waiting), self._free_slots(), self._engine_now())
+            # An empty queue plans only the steps: its snapshots would cost every token.
+            step = plan(self._queued(waiting), self._free_slots(), self._engine_now()) \
+                if waiting or self._idle else STEP_RUNNING
             if step.burst_wait_s:
                 if self._burst_began is None:
                     self._burst_began = time.monotonic()
@@ -497,32 +508,10 @@ class Engine:
             self.stats.decode_steps_processed += 1
         pairs = [(running, response) for response in responses
                  if (running := self._by_uid.get(response.uid)) is not None]
-        for (running, response), logprob in zip(pairs, self._step_logprobs(pairs), strict=True):
+        rendered = render_step(self._logprobs, [(seq.handle.request, response)
+                                                for seq, response in pairs])
+        for (running, response), logprob in zip(pairs, rendered, strict=True):
             self._on_token(running, response, logprob)
-
-    def _step_logprobs(self, pairs: list[tuple[ActiveSequence, Any]]) -> list[TokenLogprob | None]:
-        """The logprobs of every sequence of a step that asked for them, rendered together
-        (one host transfer for the step, not three per sequence)."""
-        out: list[TokenLogprob | None] = [None] * len(pairs)
-        wanted = [i for i, (seq, _) in enumerate(pairs) if seq.handle.request.logprobs]
-        if not wanted or self._logprobs is None:
-            return out
-        rows, tokens, top_ns = [], [], []
-        for i in wanted:
-            seq, response = pairs[i]
-            rows.append(self._logprob_row(seq, response))
-            tokens.append(int(response.token))
-            top_ns.append(seq.handle.request.top_logprobs)
-        for i, rendered in zip(wanted, self._logprobs.render_batch(rows, tokens, top_ns),
-                               strict=True):
-            out[i] = rendered
-        return out
-
-    @staticmethod
-    def _logprob_row(seq: ActiveSequence, response: Any) -> Any:
-        request = seq.handle.request
-        return post_sampling_logprobs(response.logprobs, request.sampling) \
-            if request.post_sampling_probs else response.logprobs
 
     def _on_token(self, seq: ActiveSequence, response: Any,
                   rendered: TokenLogprob | None = None) -> None:
@@ -550,7 +539,7 @@ class Engine:
         if rendered is not None:
             logprobs = (rendered,)
         elif request.logprobs and self._logprobs is not None:
-            logprobs = (self._logprobs.render(self._logprob_row(seq, response), token,
+            logprobs = (self._logprobs.render(logprob_row(request, response), token,
                                               request.top_logprobs),)
         text = seq.stops.feed(seq.detok.add(token))
         if text or logprobs:
