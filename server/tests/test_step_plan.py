@@ -11,6 +11,7 @@ from mlxcel.engine.step_plan import (
     ARRIVAL_QUIET_S,
     ARRIVAL_WINDOW_S,
     IDLE_WAIT_S,
+    STEP_RUNNING,
     Admission,
     EngineNow,
     QueuedRequest,
@@ -126,3 +127,18 @@ def test_plan_reads_only_its_inputs() -> None:
     assert plan(queue, [2, 3], engine) == first
     with pytest.raises(AttributeError):
         first.move_solo = True  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("engine", [EngineNow(batch_size=3), EngineNow(solo="fixed"),
+                                    EngineNow(solo="movable", batch_size=2)],
+                         ids=["batch", "solo", "both"])
+def test_an_empty_queue_while_decoding_plans_what_step_running_does(engine: EngineNow) -> None:
+    """The engine loop skips ``plan`` while nothing waits and something decodes, using
+    ``STEP_RUNNING``: it admits and moves nothing, and the loop steps each lane only where
+    that lane holds a request, which is what the plan's flags say."""
+    planned = plan([], [0, 1], engine)
+    assert planned.admissions == STEP_RUNNING.admissions == ()
+    assert not planned.move_solo and not STEP_RUNNING.move_solo
+    assert planned.burst_wait_s == STEP_RUNNING.burst_wait_s == 0
+    assert planned.step_solo == (engine.solo != "free") and STEP_RUNNING.step_solo
+    assert planned.step_batch == (engine.batch_size > 0) and STEP_RUNNING.step_batch
