@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from mlxcel_conformance.plugin import _classify
+from mlxcel_conformance.profiles import PROFILES
 from mlxcel_conformance.report import Verdict
 
 
@@ -58,3 +59,22 @@ def test_a_dropped_connection_is_still_a_fail() -> None:
         httpx.get(url, timeout=2.0)
     record = _classify(caught, "chat")
     assert record.verdict is Verdict.FAIL
+
+
+def test_the_reference_promises_an_answer_in_time() -> None:
+    """The reference's profiles (``answers_in_time``): a timeout is a FAIL citing its promise,
+    so CI still fails on a reference that hangs."""
+    listener = _silent_listener()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
+    try:
+        with pytest.raises(httpx.ReadTimeout) as caught:
+            httpx.post(url, json={}, timeout=httpx.Timeout(0.3, connect=2.0))
+    finally:
+        listener.close()
+    record = _classify(caught, "chat", answers_in_time=True)
+    assert record.verdict is Verdict.FAIL
+    assert "docs/limits.md" in record.evidence["source"]
+    assert PROFILES["mlxcel"].answers_in_time and PROFILES["mlxcel-contract"].answers_in_time
+    assert PROFILES["mlxcel"].narrowed(["chat"]).answers_in_time
+    assert not any(p.answers_in_time for name, p in PROFILES.items()
+                   if not name.startswith("mlxcel"))
