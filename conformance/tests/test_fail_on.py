@@ -72,15 +72,20 @@ def test_pass():
 '''
 
 
+def _run_findings(pytester: pytest.Pytester, tests: str, fail_on: str) -> pytest.RunResult:
+    """``tests`` run under the plugin (profile mlx-lm), the report written to ``out``."""
+    pytester.makepyfile(test_findings=tests)
+    return pytester.runpytest_inprocess(
+        "-q", "-p", "mlxcel_conformance.plugin", "-p", "no:cacheprovider", "--tb=no",
+        "--profile=mlx-lm", f"--fail-on={fail_on}", f"--report={pytester.path / 'out'}")
+
+
 @pytest.mark.parametrize("fail_on", ["any", "fail"])
 def test_lenient_and_inconclusive_are_verdicts_and_no_failure(
         pytester: pytest.Pytester, fail_on: str) -> None:
     """docs/conformance/verdicts.md: each is a row, a count and a terminal line of its own,
     and neither makes the run fail."""
-    pytester.makepyfile(test_findings=_FINDINGS)
-    result = pytester.runpytest_inprocess(
-        "-q", "-p", "mlxcel_conformance.plugin", "-p", "no:cacheprovider", "--tb=no",
-        "--profile=mlx-lm", f"--fail-on={fail_on}", f"--report={pytester.path / 'out'}")
+    result = _run_findings(pytester, _FINDINGS, fail_on)
     assert result.ret == 0
     result.stdout.fnmatch_lines([
         "LENIENT chat chat.errors.invalid_body [[]error_status[]] HTTP 200 *",
@@ -122,10 +127,7 @@ def test_a_request_the_suite_stopped_waiting_for_is_inconclusive(
         pytester: pytest.Pytester, fail_on: str) -> None:
     """No public rule sets a time limit: a ReadTimeout is INCONCLUSIVE and no failure of the
     run (issue 39: a slow peer's timeouts were FAILs citing RFC 9110)."""
-    pytester.makepyfile(test_timeout=_TIMEOUT)
-    result = pytester.runpytest_inprocess(
-        "-q", "-p", "mlxcel_conformance.plugin", "-p", "no:cacheprovider", "--tb=no",
-        "--profile=mlx-lm", f"--fail-on={fail_on}", f"--report={pytester.path / 'out'}")
+    result = _run_findings(pytester, _TIMEOUT, fail_on)
     assert result.ret == 0
     result.stdout.fnmatch_lines([
         "INCONCLUSIVE chat chat.max_tokens [[]ReadTimeout[]] ReadTimeout: no answer within 0.2 s*",

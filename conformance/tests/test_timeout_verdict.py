@@ -22,7 +22,8 @@ def _silent_listener() -> socket.socket:
     return listener
 
 
-def test_a_read_timeout_is_inconclusive_and_names_the_wait() -> None:
+def _unanswered() -> tuple[pytest.ExceptionInfo[httpx.ReadTimeout], str]:
+    """A chat request to a silent listener, timed out after 0.3 s, and its URL."""
     listener = _silent_listener()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
     try:
@@ -30,6 +31,11 @@ def test_a_read_timeout_is_inconclusive_and_names_the_wait() -> None:
             httpx.post(url, json={}, timeout=httpx.Timeout(0.3, connect=2.0))
     finally:
         listener.close()
+    return caught, url
+
+
+def test_a_read_timeout_is_inconclusive_and_names_the_wait() -> None:
+    caught, url = _unanswered()
     record = _classify(caught, "chat")
     assert record.verdict is Verdict.INCONCLUSIVE
     assert record.severity is None
@@ -64,13 +70,7 @@ def test_a_dropped_connection_is_still_a_fail() -> None:
 def test_the_reference_promises_an_answer_in_time() -> None:
     """The reference's profiles (``answers_in_time``): a timeout is a FAIL citing its promise,
     so CI still fails on a reference that hangs."""
-    listener = _silent_listener()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
-    try:
-        with pytest.raises(httpx.ReadTimeout) as caught:
-            httpx.post(url, json={}, timeout=httpx.Timeout(0.3, connect=2.0))
-    finally:
-        listener.close()
+    caught, _ = _unanswered()
     record = _classify(caught, "chat", answers_in_time=True)
     assert record.verdict is Verdict.FAIL
     assert "docs/limits.md" in record.evidence["source"]
