@@ -274,7 +274,8 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str,
         return Record(family="", feature="", verdict=Verdict.ERROR, checks=[], severity=None,
                       message=str(exc), evidence={}, duration_s=0.0)
     kind = type(exc).__name__
-    if (_is_timeout(exc) or _is_timeout(exc.__cause__)) and not answers_in_time:
+    timed_out = _is_timeout(exc) or _is_timeout(exc.__cause__)
+    if timed_out and not answers_in_time:
         return _timed_out(exc, kind)
     evidence: dict[str, Any] = {}
     if isinstance(exc, httpx.TransportError):
@@ -287,8 +288,7 @@ def _classify(excinfo: pytest.ExceptionInfo[BaseException], family: str,
     # In an SDK round trip, whatever the SDK raises is its verdict on the server's answer.
     server_fault = isinstance(exc, _SERVER_FAULTS) or family.startswith("sdk-")
     if server_fault:
-        evidence["source"] = _REFERENCE_WAIT if answers_in_time and (
-            _is_timeout(exc) or _is_timeout(exc.__cause__)) else \
+        evidence["source"] = _REFERENCE_WAIT if timed_out else \
             _FAULT_SOURCES.get(family, _TRANSPORT_SOURCE)
         if exc.__cause__ is not None:  # an SDK's validation error names the fields it refused
             evidence["cause"] = f"{type(exc.__cause__).__name__}: {exc.__cause__}"[:2000]

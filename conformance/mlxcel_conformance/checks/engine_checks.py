@@ -134,19 +134,18 @@ STOP_NOT_APPLIED = "stop_string_not_leaked: a matched stop string does not end t
        description="No part of a matched stop string reaches the client",
        verdicts=frozenset({VerdictClass.FAIL, VerdictClass.IGNORED}))
 def check_stop_string_not_leaked(content: str, stop: str, unstopped: str) -> None:
-    defect = STOP_NOT_APPLIED
     if stop in content and content == unstopped:
         fail("stop_string_not_leaked", "the stop string did not stop the answer: it is the "
              "answer without the stop string", ignored=True, ignored_field=STOP_FIELD,
-             content=content, stop=stop, defect=defect)
+             content=content, stop=stop, defect=STOP_NOT_APPLIED)
     if stop in content:
         fail("stop_string_not_leaked", "the stop string appears in the content",
-             content=content, stop=stop, defect=defect)
+             content=content, stop=stop, defect=STOP_NOT_APPLIED)
     cut = unstopped.find(stop)
     if cut != -1 and content != unstopped[:cut]:
         fail("stop_string_not_leaked",
              "the content is not the unstopped text cut before the stop string",
-             content=content, expected=unstopped[:cut], defect=defect)
+             content=content, expected=unstopped[:cut], defect=STOP_NOT_APPLIED)
 
 
 @check("server_busy_503", severity=Severity.HIGH,
