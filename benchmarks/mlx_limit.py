@@ -106,6 +106,14 @@ def _batched(model: Any, prompts: list[list[int]], level: int, max_tokens: int) 
     return {"tokens": tokens, "wall_s": time.perf_counter() - started, "ttfts": ttfts, "gaps": gaps}
 
 
+def run_level(model: Any, prompts: list[list[int]], level: int, max_tokens: int) -> dict[str, Any]:
+    """The limit at ``level`` streams: ``prompts`` (token ids) each generating exactly
+    ``max_tokens`` greedy tokens, ``generate_step`` at one stream, ``BatchGenerator`` at more."""
+    if level == 1:
+        return _one_stream(model, prompts, max_tokens)
+    return _batched(model, prompts, level, max_tokens)
+
+
 def _prefill(model: Any, prompts: list[list[int]]) -> dict[str, Any]:
     """Time to the first token of each prompt, one after another: the prompt's forward pass
     and one sampled token, as a server's TTFT less HTTP, templating and tokenizing."""
@@ -134,10 +142,8 @@ def serve(model_path: str, stdin: IO[str], stdout: IO[str]) -> None:
         level, max_tokens = int(command.get("level", 1)), int(command.get("max_tokens", 1))
         if command.get("mode") == "prefill":
             run = _prefill(model, prompts)
-        elif level == 1:
-            run = _one_stream(model, prompts, max_tokens)
         else:
-            run = _batched(model, prompts, level, max_tokens)
+            run = run_level(model, prompts, level, max_tokens)
         stdout.write(json.dumps(run) + "\n")
         stdout.flush()
 
