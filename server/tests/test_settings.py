@@ -213,7 +213,7 @@ def test_an_engine_built_without_arguments_is_the_shipped_engine() -> None:
     args = build_parser(environ={}).parse_args(["--model", "m"])
     shipped = engine_config(args, config_from_args(args))
     assert shipped == EngineConfig(model="m")
-    assert (shipped.parallel, shipped.stream_interval_ms) == (4, 4.0)
+    assert (shipped.parallel, shipped.stream_interval_ms) == (4, 16.0)
 
 
 def test_every_config_field_has_its_setting() -> None:

@@ -44,7 +44,7 @@ ENGINE_OPTIONS: tuple[Option[object], ...] = (
     Option("cache_ttl", DEFAULT_TTL_S, "seconds a prompt cache entry is kept after its last "
            "use", ENGINE, flags=("--cache-ttl",), type=float, to="engine",
            field="cache_ttl_s"),
-    Option("stream_interval_ms", 4.0, "milliseconds a stream's tokens gather between socket "
+    Option("stream_interval_ms", 16.0, "milliseconds a stream's tokens gather between socket "
            "writes (0 sends each token as it is generated; the first token and the end go at "
            "once; only a stream faster than one token per interval is grouped)", ENGINE,
            flags=("--stream-interval-ms",),
