@@ -167,3 +167,39 @@ def test_a_stream_slower_than_the_interval_sends_each_token_on_its_own() -> None
     assert wakeups == 5, "one wake-up per token and one for the end"
     assert [[getattr(e, "text", "end") for e in batch] for batch in got] == [
         ["0"], ["1"], ["2"], ["3"], ["end"]]
+
+
+def test_the_first_token_wakes_the_loop_at_once_after_progress_events() -> None:
+    """A request that asked for prompt progress (llama-server's ``return_progress``) gets its
+    first token as soon as it is generated, not an interval after the last progress event."""
+    from mlxcel.generation import PromptProgress
+
+    async def run() -> tuple[list[list[EngineEvent | PromptProgress]], list[int]]:
+        loop = asyncio.get_running_loop()
+        handle = RequestHandle(_request(), loop, interval_s=60.0)
+        calls = count_wakeups(loop)
+        got: list[list[EngineEvent | PromptProgress]] = []
+
+        async def consume() -> None:
+            async for batch in handle.batches_with_progress():
+                got.append(batch)
+
+        consumer = asyncio.create_task(consume())
+        handle.emit(PromptProgress(4, 0, 2))
+        await asyncio.sleep(0.01)
+        handle.emit(PromptProgress(4, 0, 4))  # within the interval: held
+        await asyncio.sleep(0.01)
+        handle.emit(TokenDelta("a", (1,)))  # the first token: at once, with what was held
+        await asyncio.sleep(0.01)
+        first = calls[0]
+        handle.emit(TokenDelta("b", (2,)))  # held, as any token within the interval
+        await asyncio.sleep(0.01)
+        held = calls[0]
+        handle.emit(Finished("length", 2, 2))
+        await asyncio.wait_for(consumer, 5)
+        return got, [first, held, calls[0]]
+
+    got, counts = asyncio.run(run())
+    assert counts == [2, 2, 3], "progress, then the first token at once, then the end"
+    assert [[type(e).__name__ for e in batch] for batch in got] == [
+        ["PromptProgress"], ["PromptProgress", "TokenDelta"], ["TokenDelta", "Finished"]]

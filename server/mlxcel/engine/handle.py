@@ -116,6 +116,7 @@ class RequestHandle:
         # why the server stopped the request while its client was still there, or None
         self.server_reason: str | None = None
         self._last_wake = float("-inf")
+        self._token_sent = False  # whether a TokenDelta was emitted yet (engine thread only)
         self._waker = waker_for(loop)
         self._lock = threading.Lock()
         self._buffer: list[EngineEvent | PromptProgress] = []
@@ -140,6 +141,10 @@ class RequestHandle:
         final = isinstance(event, Finished)
         if final:
             self.finished.set()
+        # The first token goes at once even after progress events woke the loop just before.
+        first_token = isinstance(event, TokenDelta) and not self._token_sent
+        if first_token:
+            self._token_sent = True
         now = time.monotonic()
         with self._lock:
             self._buffer.append(event)
@@ -147,7 +152,7 @@ class RequestHandle:
                 self._bound(event, now)
             if self._wake_pending:
                 return
-            if not final and now - self._last_wake < self._interval_s:
+            if not (final or first_token) and now - self._last_wake < self._interval_s:
                 return  # goes with the next event (the engine always sends one more)
             self._last_wake = now
             self._wake_pending = True
