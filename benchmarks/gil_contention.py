@@ -62,13 +62,13 @@ class Pace:
         """``WORK_MS/PERIOD_MS``, e.g. ``0.25/4``."""
         work, _, period = text.partition("/")
         try:
-            pace = cls(float(work) / 1e3, float(period) / 1e3)
+            work_s, period_s = float(work) / 1e3, float(period) / 1e3
         except ValueError:
-            pace = SPIN
-        if not 0 < pace.work_s < pace.period_s:
+            work_s = period_s = 0.0
+        if not 0 < work_s < period_s:
             raise ValueError(f"--pace {text!r}: expected WORK_MS/PERIOD_MS with "
                              "0 < WORK_MS < PERIOD_MS, e.g. 0.25/4")
-        return pace
+        return cls(work_s, period_s)
 
 
 SPIN = Pace()
@@ -80,10 +80,10 @@ def _spin(stop: Callable[[], bool], pace: Pace = SPIN) -> None:
     total = 0
     while not stop():
         began = time.perf_counter()
-        while True:
+        while True:  # spinning (work_s 0): one pass between checks of stop()
             for i in range(100):
                 total += i * i
-            if not pace.period_s or time.perf_counter() - began >= pace.work_s:
+            if time.perf_counter() - began >= pace.work_s:
                 break
         if pace.period_s:
             time.sleep(max(0.0, pace.period_s - (time.perf_counter() - began)))

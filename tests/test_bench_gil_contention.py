@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 
 import pytest
 
@@ -37,8 +38,6 @@ def test_a_paced_thread_and_child_are_measured_and_cleaned_up() -> None:
 
 def test_a_paced_worker_sleeps_between_its_bursts() -> None:
     """Paced at 1 ms in every 20, the worker runs a fraction of the time it is given."""
-    import time
-
     stop_at = time.perf_counter() + 0.2
     began_cpu = time.thread_time()
     gil_contention._spin(lambda: time.perf_counter() > stop_at,

@@ -142,7 +142,7 @@ class RequestHandle:
         if final:
             self.finished.set()
         # The first token goes at once even after progress events woke the loop just before.
-        first_token = isinstance(event, TokenDelta) and not self._token_sent
+        first_token = not self._token_sent and isinstance(event, TokenDelta)
         if first_token:
             self._token_sent = True
         now = time.monotonic()
