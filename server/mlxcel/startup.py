@@ -79,10 +79,17 @@ def require_module(module: str, what: str, extra: str, then: str = "") -> None:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """The server's socket, bound (as uvicorn's ``Config.bind_socket`` binds it) but not yet
-    listening: connections are refused, as before, until the app has started."""
+    """The server's socket, bound but not yet listening: connections are refused, as before,
+    until the app has started.
+
+    Its protocol is named, ``IPPROTO_TCP`` rather than the default 0: accepted connections
+    inherit it, and asyncio turns Nagle's algorithm off (``TCP_NODELAY``) only on a socket
+    whose ``proto`` says TCP. Left at 0, as uvicorn's own ``Config.bind_socket`` leaves it
+    (https://github.com/Kludex/uvicorn/issues/3149), every streamed chunk written while the
+    previous one is unacknowledged waits for the client's delayed ACK: on Linux the first
+    chunk of each request after the first on a kept-alive connection came ~40 ms late."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
