@@ -349,3 +349,12 @@ def test_chat_request_schema(body: dict[str, Any], valid: bool) -> None:
 )
 def test_completion_prompt_forms(prompt: Any, valid: bool) -> None:
     assert (spec.validate_request_json(*COMPLETIONS, {"prompt": prompt}) == []) is valid
+
+
+@pytest.mark.parametrize(("logprobs", "valid"), [(0, True), (5, True), (20, True), (21, False),
+                                                 (-1, False)])
+def test_completion_logprobs_bound_is_the_servers(logprobs: int, valid: bool) -> None:
+    """The spec's bound is the one the server enforces (``CompletionRequest.logprobs``, 0 to
+    20): `nox -s fuzz` found the spec saying OpenAI's 5 while the server answered 6."""
+    body = {"prompt": "x", "logprobs": logprobs}
+    assert (spec.validate_request_json(*COMPLETIONS, body) == []) is valid

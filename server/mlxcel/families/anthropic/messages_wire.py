@@ -272,9 +272,19 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(request.tools or []):
         if tool.get("type") not in (None, "custom"):
+            _server_tool(tool, f"tools.{i}")
             continue  # a server tool (its own type, no input_schema)
         tools.append({"type": "function", "function": _client_tool(tool, f"tools.{i}")})
     return tools or None
+
+
+def _server_tool(tool: dict[str, Any], param: str) -> None:
+    """A server tool is not offered to the model, but it must still be one: a string ``type``
+    and ``name``, as every server tool of Anthropic's ToolUnion has (openapi.yaml,
+    ``AnthropicTools``)."""
+    for field in ("type", "name"):
+        if not isinstance(tool.get(field), str):
+            raise _bad(f"{param}.{field} must be a string.", f"{param}.{field}")
 
 
 def _client_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
