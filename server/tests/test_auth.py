@@ -96,6 +96,13 @@ def test_missing_key_is_401(client: TestClient, method: str, path: str) -> None:
         assert "Authorization: Bearer" in error["message"]
 
 
+def test_missing_key_names_the_anthropic_header_too(client: TestClient) -> None:
+    """Anthropic's SDKs send ``x-api-key``, which the check accepts: the refusal names it."""
+    response = client.post("/v1/messages", json={})
+    assert response.status_code == 401
+    assert "x-api-key: <key>" in response.json()["error"]["message"]
+
+
 @pytest.mark.parametrize("header", ["Bearer wrong", "wrong", "Bearer k2", "Bearer K", "Basic k"])
 def test_wrong_key_is_401(client: TestClient, header: str) -> None:
     error = error_of(client.get("/v1/models", headers={"Authorization": header}), 401)

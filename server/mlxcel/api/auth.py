@@ -41,7 +41,8 @@ class ApiKeyMiddleware:
         key = presented_key(raw.decode("latin-1") if raw else None)
         error: MlxcelError | None = None
         if key is None:
-            error = MissingApiKey("Missing API key: send it as 'Authorization: Bearer <key>'.")
+            error = MissingApiKey("Missing API key: send it as 'Authorization: Bearer <key>' "
+                                  "or 'x-api-key: <key>'.")
         elif not hmac.compare_digest(key.encode(), self._key):
             error = AuthenticationError("Invalid API key.")
         if error is None:
