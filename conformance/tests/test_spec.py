@@ -358,3 +358,21 @@ def test_completion_logprobs_bound_is_the_servers(logprobs: int, valid: bool) ->
     20): `nox -s fuzz` found the spec saying OpenAI's 5 while the server answered 6."""
     body = {"prompt": "x", "logprobs": logprobs}
     assert (spec.validate_request_json(*COMPLETIONS, body) == []) is valid
+
+
+@pytest.mark.parametrize(("operation", "valid"), [
+    (CHAT, False),
+    (COMPLETIONS, True),
+    (("POST", "/v1/responses"), True),
+    (("POST", "/v1/responses/input_tokens"), True),
+])
+def test_extra_body_template_keys_are_chats_alone(operation: tuple[str, str],
+                                                  valid: bool) -> None:
+    """Only chat reads a literal ``extra_body``'s ``preserve_thinking`` (and
+    ``chat_template_kwargs``), so only chat's schema types them: `nox -s fuzz`'s second pass
+    found Responses answering 200 to ``preserve_thinking: 5``, a key it never reads."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "prompt": "x", "input": "hi",
+            "extra_body": {"preserve_thinking": 5, "cache_prompt": True}}
+    assert (spec.validate_request_json(*operation, body) == []) is valid
+    wrong_cache = {**body, "extra_body": {"cache_prompt": 5}}
+    assert spec.validate_request_json(*operation, wrong_cache) != []

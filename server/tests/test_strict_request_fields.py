@@ -185,6 +185,21 @@ ANTHROPIC_REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("/v1/messages", {**MESSAGES, "tools": [{"type": 5, "name": "web_search"}]},
      "tools.0.type"),
     ("/v1/messages", {**MESSAGES, "tools": [{"type": "web_search_20250305"}]}, "tools.0.name"),
+    # A client tool's type is custom or absent (the spec's AnthropicTools), never null: found
+    # by `nox -s fuzz`'s later passes, count_tokens counted such a tool.
+    ("/v1/messages/count_tokens", {"messages": HI, "tools": [{**CLIENT_TOOL, "type": None}]},
+     "tools.0.type"),
+    ("/v1/messages", {**MESSAGES, "tools": [{**CLIENT_TOOL, "type": None}]}, "tools.0.type"),
+    # The spec's AnthropicThinking: budget_tokens an integer >= 0, counted or generated (found
+    # by `nox -s fuzz`'s second pass: count_tokens counted a budget of -1 and answered).
+    ("/v1/messages/count_tokens", {"messages": HI, "thinking": {"type": "enabled",
+                                                                 "budget_tokens": -1}},
+     "thinking.budget_tokens"),
+    ("/v1/messages/count_tokens", {"messages": HI, "thinking": {"type": "disabled",
+                                                                 "budget_tokens": "8"}},
+     "thinking.budget_tokens"),
+    ("/v1/messages", {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": 1.5}},
+     "thinking.budget_tokens"),
     # Fields Anthropic's Messages API does not have (families/anthropic/foreign_fields.py):
     # a 200 ignoring or applying them would make the request mean something else here.
     ("/v1/messages", {**MESSAGES, "n": 3}, "n: Extra inputs are not permitted"),

@@ -128,8 +128,10 @@ def test_anthropic_budget_tokens_is_the_thinking_budget(client: TestClient) -> N
 
 
 def test_anthropic_budget_tokens_takes_an_integral_float() -> None:
-    """5.0 is an integer to JSON Schema (the spec's ``type: integer``); -1 and 2.5 are 400s."""
-    from mlxcel.errors import InvalidRequestError
+    """5.0 is an integer to JSON Schema (the spec's ``type: integer``); -1 and 2.5 are refused
+    when the body is read (a 400 naming ``thinking.budget_tokens``)."""
+    from pydantic import ValidationError
+
     from mlxcel.families.anthropic.messages_wire import MessagesRequest
 
     def budget(value: Any) -> int | None:
@@ -139,5 +141,5 @@ def test_anthropic_budget_tokens_takes_an_integral_float() -> None:
 
     assert budget(5.0) == 5 and budget(7) == 7
     for bad in (-1, 2.5, True):
-        with pytest.raises(InvalidRequestError):
+        with pytest.raises(ValidationError, match="thinking.budget_tokens"):
             budget(bad)

@@ -51,13 +51,25 @@ TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 def checked_thinking(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``thinking``: an object whose ``type`` is one of ``THINKING_TYPES``."""
+    """``thinking``: an object whose ``type`` is one of ``THINKING_TYPES``, and whose
+    ``budget_tokens``, where sent, is a non-negative integer (the spec's ``AnthropicThinking``;
+    count_tokens checks it as /v1/messages does, though it generates nothing)."""
     if value is None:
         return None
     if value.get("type") not in THINKING_TYPES:
         raise ValueError(f"thinking.type must be one of {', '.join(THINKING_TYPES)}")
-    if "budget_tokens" in value and value["budget_tokens"] is None:
-        raise ValueError("thinking.budget_tokens must be an integer")
+    if "budget_tokens" in value and _budget(value["budget_tokens"]) is None:
+        raise ValueError("thinking.budget_tokens must be a non-negative integer")
+    return value
+
+
+def _budget(value: Any) -> int | None:
+    """``budget_tokens`` as an int (JSON Schema's integer admits 3.0), or None when it is not
+    a non-negative integer."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
     return value
 
 
@@ -102,15 +114,9 @@ class MessagesRequest(BaseModel):
         """``thinking: {"type": "enabled", "budget_tokens": N}`` is Anthropic's form of the
         thinking budget (the only one here: the OpenAI routes' aliases are foreign fields)."""
         thinking = self.thinking or {}
-        budget = thinking.get("budget_tokens")
-        if thinking.get("type") != "enabled" or budget is None:
+        if thinking.get("type") != "enabled" or "budget_tokens" not in thinking:
             return None
-        if isinstance(budget, float) and budget.is_integer():
-            budget = int(budget)  # JSON Schema's integer admits 3.0
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise InvalidRequestError("thinking.budget_tokens must be a non-negative integer.",
-                                      param="thinking.budget_tokens")
-        return budget
+        return _budget(thinking["budget_tokens"])  # checked_thinking refused any other
 
     def sampling(self, defaults: GenerationDefaults) -> SamplingParams:
         """Anthropic's three sampling fields over the server defaults, resolved as the OpenAI
@@ -271,6 +277,9 @@ def chat_tools(request: MessagesRequest | CountTokensRequest) -> list[dict[str, 
     nothing here can run them."""
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(request.tools or []):
+        if "type" in tool and tool["type"] is None:  # absent is a client tool; null is neither
+            raise _bad(f"tools.{i}.type must be custom or a server tool's type, not null.",
+                       f"tools.{i}.type")
         if tool.get("type") not in (None, "custom"):
             _server_tool(tool, f"tools.{i}")
             continue  # a server tool (its own type, no input_schema)
