@@ -29,6 +29,7 @@ VALUE_OPTIONS = frozenset({
     "--base-url", "--api-key", "--model", "--profile", "--families", "--report", "--goldens",
     "--server-model", "--fuzz-examples", "--fail-on", "--fixture-dir", "--request-timeout",
     "--health-budget-ms", "--stall-bound", "--server-pid", "--rss-tolerance", "--destructive",
+    "--passes",
 })
 HELP_FLAGS = frozenset({"-h", "--help"})
 PYTEST_HELP_FLAG = "--help-pytest"
@@ -74,12 +75,13 @@ class _Recorder:
 
 def suite_options() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     """The options the suite's pytest plugin declares, in its order."""
-    from . import robustness_plugin
+    from . import passes, robustness_plugin
     from .plugin import pytest_addoption
 
     recorder = _Recorder()
     pytest_addoption(recorder)  # type: ignore[arg-type]
     robustness_plugin.pytest_addoption(recorder)  # type: ignore[arg-type]
+    passes.pytest_addoption(recorder)  # type: ignore[arg-type]
     return recorder.options
 
 

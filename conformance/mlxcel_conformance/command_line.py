@@ -118,6 +118,8 @@ def check_option_values(args: Sequence[str], suite: Options) -> None:
                 kind(value)
             except ValueError:
                 raise _usage(f"{names[0]} {value!r}: not a number") from None
+    if "--passes" in values and int(values["--passes"]) < 1:
+        raise _usage(f"--passes {values['--passes']!r}: run at least one pass")
 
 
 def checked_arguments(args: list[str], suite: Callable[[], Options],

@@ -5,7 +5,8 @@ connection (what a load balancer or a second client sees: accept, parse, answer)
 every latency; any status is an answer, and a probe that gets none within its timeout counts
 at the timeout. A probe is a plain socket exchange: an HTTP client library would add its own
 setup to every measurement (creating an ``httpx`` client loads a TLS context, ~60 ms here).
-``server_rss_bytes`` reads a local process's resident memory (Linux ``/proc``, else ``ps``).
+``server_rss_bytes`` reads a local process's resident memory (Linux ``/proc``, else ``ps``),
+``server_anon_bytes`` the anonymous part of it (what a leak grows).
 """
 
 from __future__ import annotations
@@ -194,6 +195,19 @@ def idle_latency(base_url: str, seconds: float = 1.5) -> LatencyStats:
     with HealthProbe(base_url) as probe:
         time.sleep(seconds)
     return probe.stats()
+
+
+def server_anon_bytes(pid: int) -> int | None:
+    """Anonymous resident memory of process ``pid`` in bytes (``RssAnon``, proc(5): what the
+    process allocated, without the code and files it mapped), or its resident set where
+    /proc does not say (macOS), or None when neither can be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return server_rss_bytes(pid)
 
 
 def server_rss_bytes(pid: int) -> int | None:

@@ -140,6 +140,8 @@ def test_a_base_url_ending_in_v1_is_corrected_with_a_note(
     (["--base-ur", "http://127.0.0.1:1"], "unknown option --base-ur; did you mean --base-url?"),
     (["--goldens", "exac"], "--goldens 'exac': choose one of auto, exact, shape"),
     (["--no-such-option"], "unknown option --no-such-option (mlxcel-conformance --help"),
+    (["--passes", "x"], "--passes 'x': not a number"),
+    (["--passes", "0"], "--passes '0': run at least one pass"),
 ])
 def test_a_typo_is_one_line_with_the_choices(argv: list[str], says: str) -> None:
     code, out, _took = _suite(*argv)

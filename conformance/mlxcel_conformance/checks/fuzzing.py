@@ -64,6 +64,13 @@ def _text_only(body: Any) -> None:
                 content[i] = {"type": "text", "text": "media"}
 
 
+def _function_name(holder: dict[str, Any]) -> Any:
+    """``holder["function"]["name"]``, or None where either is not there: generated bodies
+    put any JSON value anywhere (a number as ``function`` raised in the fuzzer itself)."""
+    function = holder.get("function")
+    return function.get("name") if isinstance(function, dict) else None
+
+
 def _declared_choice(body: Any) -> None:
     """tool_choice rules the spec cannot express (a named function must be declared, `required`
     needs tools, a forced choice excludes a constraining response_format) are documented 400s:
@@ -84,10 +91,8 @@ def _declared_choice(body: Any) -> None:
     if choice == "required" and not declared:
         body["tool_choice"] = "auto"
     if isinstance(choice, dict):
-        name = (choice.get("function") or {}).get("name")
-        if isinstance(name, str) and name not in [
-            (t.get("function") or {}).get("name") for t in declared
-        ]:
+        name = _function_name(choice)
+        if isinstance(name, str) and name not in [_function_name(t) for t in declared]:
             body["tools"] = [*declared, {"type": "function", "function": {"name": name}}]
     _declared_flat_choice(body, declared)
     forced = body.get("tool_choice") == "required" or isinstance(body.get("tool_choice"), dict)
@@ -110,6 +115,15 @@ def _declared_choice(body: Any) -> None:
 DECLARED_TOOL = "declared_tool"
 
 
+def _choosable(declared: list[dict[str, Any]], kind: str) -> list[Any]:
+    """The names a flat tool choice of ``kind`` may name: Responses' function tools, or
+    Messages' client tools (no type, or ``custom``). A server tool's name is not one (the spec's
+    AnthropicToolChoice); counting it sent a choice of ``""`` as consistent."""
+    if kind == "function":
+        return [t.get("name") for t in declared if t.get("type") == "function"]
+    return [t.get("name") for t in declared if t.get("type", "custom") == "custom"]
+
+
 def _declared_flat_choice(body: dict[str, Any], declared: list[dict[str, Any]]) -> None:
     """Responses' ``{"type": "function", "name"}`` and Messages' ``{"type": "tool", "name"}``
     must name a declared tool, and Messages' ``any`` needs one: the named tool is declared
@@ -120,7 +134,7 @@ def _declared_flat_choice(body: dict[str, Any], declared: list[dict[str, Any]]) 
     kind = choice.get("type")
     if kind == "any" and not declared:
         body["tool_choice"] = {"type": "auto"}
-    if kind not in ("function", "tool") or choice.get("name") in [t.get("name") for t in declared]:
+    if kind not in ("function", "tool") or choice.get("name") in _choosable(declared, kind):
         return
     choice["name"] = DECLARED_TOOL
     tool = ({"type": "function", "name": DECLARED_TOOL} if kind == "function"
@@ -212,9 +226,10 @@ def _operation(target: Target, method: str, path: str, mode: GenerationMode) -> 
     description="schemathesis' checks (status codes, schemas, no 5xx on generated input)",
 )
 def run_schemathesis(target: Target, method: str, path: str, examples: int,
-                     require_refusal: bool = False) -> None:
+                     require_refusal: bool = False, seed: int | None = None) -> None:
     """Fuzz one operation; with ``require_refusal`` (the target claims ``REFUSAL_EXTENSION``)
-    every request still invalid as sent must be refused."""
+    every request still invalid as sent must be refused. Without ``seed`` the inputs are
+    derandomized (the same on every run); a ``seed`` draws others, as reproducibly."""
     limits = fuzz_limits()
     headers = target.auth_headers
 
@@ -224,7 +239,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int,
         @hypothesis.settings(
             max_examples=count,
             deadline=None,
-            derandomize=True,
+            derandomize=seed is None,
             database=None,
             suppress_health_check=list(HealthCheck),
             phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
@@ -251,7 +266,7 @@ def run_schemathesis(target: Target, method: str, path: str, examples: int,
             case.validate_response(response, headers=headers, excluded_checks=excluded)
 
         try:
-            fuzz()
+            (fuzz if seed is None else hypothesis.seed(seed)(fuzz))()
         except Unsatisfiable:
             if mode is GenerationMode.POSITIVE:
                 raise

@@ -22,6 +22,9 @@ relies on, and each is measured the same way on any server:
 - ``no_orphaned_work``: once every answer to several many-prompt requests is in and some were
   refused, no slot is still processing (llama-server's documented ``GET /slots``
   ``is_processing``; a server without ``/slots`` is UNSUPPORTED for this check).
+- ``memory_bounded``: run in passes (``--passes``), the server's memory does not grow in
+  every pass after the first by more than a tolerance: a leak grows with the work, where what a
+  first pass loads once (code read on first use, allocator arenas) does not grow again.
 """
 
 from __future__ import annotations
@@ -35,6 +38,15 @@ from mlxcel_conformance.hostile import NOT_SERVED, Outcome
 from mlxcel_conformance.stalled_connections import StalledConnection
 
 BUSY = frozenset({429, 503, 529})
+# What memory may grow by in one pass, whatever the tolerance: a 22 MiB llama-server that keeps
+# 3 MiB of thread heaps has leaked nothing.
+RSS_SLACK_BYTES = 16 * 2**20
+# Passes a memory verdict needs: the first, which loads what a server keeps once, then three
+# that must all grow memory for a leak. One or two can grow it for the allocator's reasons, or
+# fill a cache the prompt-cache reset does not empty (mlxcel keeps ended background responses'
+# event logs, up to 32 MiB, for 5 minutes): on the fixture at 100 examples per operation, a
+# second and a third pass grew it by +16.7 and +35.5 MiB, and the fourth by -15.4.
+JUDGED_PASSES = 4
 
 
 @check("health_within_budget", severity=Severity.CRITICAL,
@@ -108,3 +120,20 @@ def check_no_orphaned_work(processing: int, after_s: float, refused: str,
              f"{processing} slot(s) still processing {after_s:.1f} s after every answer to "
              f"{refused} was in, some refused: the refused requests' prompts kept running",
              processing=processing, outcomes=[o.to_evidence() for o in outcomes])
+
+
+def rss_allowed(start: int, tolerance: float) -> float:
+    """Memory a server may hold after a pass: ``tolerance`` above where the pass before it
+    ended, and at least RSS_SLACK_BYTES above it."""
+    return start + max(start * tolerance, RSS_SLACK_BYTES)
+
+
+@check("memory_bounded", severity=Severity.HIGH,
+       description="Memory does not grow in every pass of a repeated run (a leak grows with "
+       "the work)")
+def memory_grew_every_pass(ends: Sequence[int], tolerance: float) -> bool:
+    """``ends``: memory after each pass. True when there are JUDGED_PASSES or more and every
+    pass after the first grew it past ``rss_allowed`` of the pass before."""
+    steps = zip(ends, ends[1:], strict=False)
+    return len(ends) >= JUDGED_PASSES and all(after > rss_allowed(before, tolerance)
+                                              for before, after in steps)

@@ -305,6 +305,8 @@ SOURCES: dict[str, tuple[Tier, str]] = {
     "stream_memory_bounded": (E, REFERENCE + ": a stream's unread output is bounded "
                                 "(docs/limits.md, Backpressure)"),
     "slot_freed_on_close": (E, REFERENCE + ": a closed stream frees its slot"),
+    "memory_bounded": (E, REFERENCE + ": every per-client cost has a bound (docs/limits.md); "
+                          "a leak grows memory in every pass of a repeated run"),
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 from mlxcel_conformance import spec
 from mlxcel_conformance.checks.fuzzing import REFUSAL_EXTENSION, run_schemathesis
 from mlxcel_conformance.client import SuiteClient
+from mlxcel_conformance.passes import fuzz_seed
 from mlxcel_conformance.profiles import Profile
 from mlxcel_conformance.surfaces import OPTIONAL_SURFACES, require_surface
 from mlxcel_conformance.target import Target
@@ -34,4 +35,5 @@ def test_schemathesis(target: Target, client: SuiteClient, profile: Profile, met
     if path in OPTIONAL_SURFACES:
         require_surface(client, path)
     run_schemathesis(target, method, path, int(pytestconfig.getoption("--fuzz-examples")),
-                     require_refusal=profile.claims_extension(REFUSAL_EXTENSION))
+                     require_refusal=profile.claims_extension(REFUSAL_EXTENSION),
+                     seed=fuzz_seed(pytestconfig))
