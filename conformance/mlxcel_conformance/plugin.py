@@ -33,8 +33,9 @@ from .report_html import HTML_NAME, render_report
 from .sdk_clients import refused, schema_form
 from .target import ReferenceServer, Target
 
-# The robustness family's options and its whole-run watch (opt-in: --robustness); --passes.
-pytest_plugins = ["mlxcel_conformance.robustness_plugin", "mlxcel_conformance.passes"]
+# --passes, then the robustness family's options and whole-run watch (opt-in: --robustness),
+# which imports passes: listed first, pytest imports it itself (to rewrite its asserts).
+pytest_plugins = ["mlxcel_conformance.passes", "mlxcel_conformance.robustness_plugin"]
 
 _REPORT_KEY = pytest.StashKey[Report]()
 _PROFILE_KEY = pytest.StashKey[Profile]()
