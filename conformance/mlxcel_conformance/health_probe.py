@@ -197,28 +197,30 @@ def idle_latency(base_url: str, seconds: float = 1.5) -> LatencyStats:
     return probe.stats()
 
 
+def _status_bytes(pid: int, key: str) -> int | None:
+    """The ``key`` line of ``/proc/PID/status`` (proc(5), in kB) in bytes, or None."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def server_anon_bytes(pid: int) -> int | None:
     """Anonymous resident memory of process ``pid`` in bytes (``RssAnon``, proc(5): what the
     process allocated, without the code and files it mapped), or its resident set where
     /proc does not say (macOS), or None when neither can be read."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return server_rss_bytes(pid)
+    anon = _status_bytes(pid, "RssAnon")
+    return anon if anon is not None else server_rss_bytes(pid)
 
 
 def server_rss_bytes(pid: int) -> int | None:
     """Resident memory of process ``pid`` in bytes, or None when it cannot be read."""
-    status = Path(f"/proc/{pid}/status")
-    try:
-        for line in status.read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    rss = _status_bytes(pid, "VmRSS")
+    if rss is not None:
+        return rss
     try:  # macOS and other systems without /proc
         out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True,
                              text=True, timeout=5, check=False).stdout.strip()

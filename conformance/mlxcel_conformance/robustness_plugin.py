@@ -227,12 +227,14 @@ def _warm_up(target: Target) -> None:
             return
 
 
-def _pass_end(target: Target, pid: int, readings: list[int], tolerance: float) -> int | None:
+def _pass_end(target: Target, pid: int, readings: list[int], tolerance: float,
+              before_reset: bool = False) -> int | None:
     """Anonymous memory after a pass, the prompt cache emptied where the server lets a client
-    empty it, appended to ``readings``; returns the reading taken before emptying it."""
+    empty it, appended to ``readings``; with ``before_reset`` (the run's end, whose record
+    shows it) returns the reading taken before emptying it too."""
     allowed = rss_allowed(readings[-1], tolerance) if readings else None
-    raw = settled_rss(pid, allowed)
-    settled = settled_rss(pid, allowed) if _reset_prompt_cache(target) else raw
+    raw = settled_rss(pid, allowed) if before_reset else None
+    settled = settled_rss(pid, allowed) if _reset_prompt_cache(target) or raw is None else raw
     if settled is not None:
         readings.append(settled)
     return raw
@@ -260,7 +262,7 @@ def run_watch(request: pytest.FixtureRequest) -> Iterator[None]:
     timeline = _TIMELINE
     with probe:
         yield
-    rss_raw = _pass_end(target, pid, readings, tolerance) if pid else None
+    rss_raw = _pass_end(target, pid, readings, tolerance, before_reset=True) if pid else None
     result = WatchResult(probe.stats(), float(config.getoption("--health-budget-ms")),
                          rss_start, readings[1:] if rss_start is not None else readings,
                          tolerance, server_errors_in_log(target, log_offset), idle, rss_raw,
