@@ -59,7 +59,9 @@ _POSITIONS = (
                 r" \d+\b"), r"\1 N"),
     (re.compile(r"\[\d+\]"), "[N]"),
     (re.compile(r"/\d+(?=/|:|\s|$)"), "/N"),
-    (re.compile(r"\b\d+(\.\d+)? ?s\b"), "N s"),
+    # a measurement (a time, a size, a share), whichever run measured it
+    (re.compile(r"(?<![\w.])-?\d+(?:\.\d+)? ?(s|ms|µs|us|MiB|KiB|GiB|MB|kB|KB|%)(?![\w%])"),
+     r"N \1"),
     (re.compile(r"\b([a-z_]+)=\d+\b"), r"\1=N"),  # the value a case sent: logprobs=1, =5
 )
 

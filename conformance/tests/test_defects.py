@@ -72,6 +72,27 @@ def test_positions_are_not_part_of_a_cause() -> None:
     assert normalize("HTTP 500 for a client error") == "HTTP 500 for a client error"
 
 
+def test_measurements_are_not_part_of_a_cause() -> None:
+    assert normalize("/health p99 259 ms (max 324.5 ms) during 4 streams; budget 100 ms") == \
+        "/health p99 N ms (max N ms) during 4 streams; budget N ms"
+    assert normalize("grew +38.2 MiB, -15.4 MiB (10%) in 2.5s") == \
+        "grew +N MiB, N MiB (N %) in N s"
+    assert normalize("HTTP 500 after 3 retries, 256 tokens, p99") == \
+        "HTTP 500 after 3 retries, 256 tokens, p99"
+
+
+def test_one_timing_defect_seen_in_each_pass_is_one_fail() -> None:
+    """``--passes`` merges a feature's records: the same slow /health, measured at other
+    figures in each pass, is one defect, not one per pass."""
+    report = Report(target="t", profile="mlxcel")
+    for p99, top in (("259", "324"), ("149", "236"), ("207", "231")):
+        message = (f"/health p99 {p99} ms (max {top} ms, 0 unanswered) during 4 never-reading "
+                   f"streams; budget 100 ms above 29 ms")
+        _fail(report, "robustness.stream_backpressure",
+             _failure("health_within_budget", message), family="robustness")
+    assert len(report.distinct_defects()) == 1
+
+
 def test_one_defect_failing_two_features_counts_once() -> None:
     report = Report(target="t", profile="llama-server")
     _fail(report, "chat.json.body", _failure("chat_completion_body", LOGPROBS))
