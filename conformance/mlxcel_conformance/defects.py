@@ -6,8 +6,9 @@ break the same event rule), and one feature may fail for several (its parameter 
 failing test's failure becomes one defect entry: its ``key`` is the check and the cause, where
 the cause is what the check names (``evidence["defect"]``, set where a check speaks for another:
 a golden whose diff came from an event state machine counts under that machine's check) or the
-failure's message with positions left out (``chunk 3`` and ``chunk 5`` are one cause; a
-wrong status is its status, whatever bad input showed it).
+failure's message with positions and measured figures left out (``chunk 3`` and ``chunk 5``
+are one cause, and so are ``p99 259 ms`` and ``p99 149 ms`` from two passes; a wrong status is
+its status, whatever bad input showed it).
 
 One defect, one FAIL: the key is the root cause, not where it showed. The family (a route, or a
 client like the OpenAI SDK) is left out of it, so llama-server's 500 on malformed JSON is one
@@ -98,7 +99,8 @@ def wrong_object(finding: str, got: Any) -> str | None:
 
 
 def normalize(text: str) -> str:
-    """``text`` with positions and timings replaced by N: the cause, not the instance."""
+    """``text`` with positions and measurements (times, sizes, shares) replaced by N: the
+    cause, not the instance."""
     for pattern, replacement in _POSITIONS:
         text = pattern.sub(replacement, text)
     return " ".join(text.split())[:KEY_LIMIT]
