@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 from anthropic.types import RawMessageStreamEvent
+from defect_cases import LOGPROBS, add_fail, raised
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import Response
 
@@ -17,7 +17,6 @@ from mlxcel_conformance.checks.engine_checks import STOP_NOT_APPLIED, check_stop
 from mlxcel_conformance.checks.errors_checks import check_error_body_openai, check_error_status
 from mlxcel_conformance.checks.field_parity import check_field_parity, openai_error_objects
 from mlxcel_conformance.checks.openai_common import check_no_usage_chunk, check_usage_chunk_last
-from mlxcel_conformance.checks.registry import fail
 from mlxcel_conformance.checks.responses_body import check_response_body
 from mlxcel_conformance.checks.responses_events import CUT_ENDS_COMPLETED
 from mlxcel_conformance.checks.vision import check_image_not_a_server_error
@@ -33,7 +32,6 @@ from mlxcel_conformance.defects import (
     wrong_object,
 )
 from mlxcel_conformance.errors import ConformanceFailure
-from mlxcel_conformance.fail_lines import defect_lines
 from mlxcel_conformance.goldens import (
     USAGE_FOLDED,
     _state_machine_diffs,
@@ -41,25 +39,9 @@ from mlxcel_conformance.goldens import (
     compare_transcripts,
 )
 from mlxcel_conformance.goldens import _defect as golden_defect
-from mlxcel_conformance.peers import pages
-from mlxcel_conformance.report import Record, Report, Verdict
-from mlxcel_conformance.report_html import anchor, render_report
+from mlxcel_conformance.report import Report
 from mlxcel_conformance.sdk_clients import schema_form
 from mlxcel_conformance.sse import SSEEvent
-
-LOGPROBS = "choices[0] lacks the `logprobs` key (null is fine)"
-
-
-def _failure(check: str, message: str, **evidence: Any) -> ConformanceFailure:
-    with pytest.raises(ConformanceFailure) as info:
-        fail(check, message, **evidence)
-    return info.value
-
-
-def _fail(report: Report, feature: str, failure: ConformanceFailure,
-          family: str = "chat") -> None:
-    report.add(Record(family, feature, Verdict.FAIL, checks=[failure.check],
-                      message=failure.message, evidence=failure.evidence))
 
 
 def test_positions_are_not_part_of_a_cause() -> None:
@@ -88,16 +70,16 @@ def test_one_timing_defect_seen_in_each_pass_is_one_fail() -> None:
     for p99, top in (("259", "324"), ("149", "236"), ("207", "231")):
         message = (f"/health p99 {p99} ms (max {top} ms, 0 unanswered) during 4 never-reading "
                    f"streams; budget 100 ms above 29 ms")
-        _fail(report, "robustness.stream_backpressure",
-             _failure("health_within_budget", message), family="robustness")
+        add_fail(report, "robustness.stream_backpressure",
+             raised("health_within_budget", message), family="robustness")
     assert len(report.distinct_defects()) == 1
 
 
 def test_one_defect_failing_two_features_counts_once() -> None:
     report = Report(target="t", profile="llama-server")
-    _fail(report, "chat.json.body", _failure("chat_completion_body", LOGPROBS))
-    _fail(report, "parity.chat.json", _failure("chat_completion_body", LOGPROBS))
-    _fail(report, "chat.errors.malformed_json", _status(500))
+    add_fail(report, "chat.json.body", raised("chat_completion_body", LOGPROBS))
+    add_fail(report, "parity.chat.json", raised("chat_completion_body", LOGPROBS))
+    add_fail(report, "chat.errors.malformed_json", _status(500))
     found = report.distinct_defects()
     assert [len(d.features) for d in found] == [2, 1]
     assert found[0].features == [("chat", "chat.json.body"), ("chat", "parity.chat.json")]
@@ -114,16 +96,16 @@ def _status(status: int, case: str | None = None) -> ConformanceFailure:
 def test_a_wrong_status_is_one_defect_whatever_bad_input_showed_it() -> None:
     report = Report(target="t", profile="p")
     for case in ("messages_empty", "role_unknown"):
-        _fail(report, "chat.errors.invalid_body", _status(422, case))
-    _fail(report, "chat.tools.choice_errors", _status(422, "named_undeclared"))
-    _fail(report, "chat.errors.malformed_json", _status(500))
+        add_fail(report, "chat.errors.invalid_body", _status(422, case))
+    add_fail(report, "chat.tools.choice_errors", _status(422, "named_undeclared"))
+    add_fail(report, "chat.errors.malformed_json", _status(500))
     (framework, crashed) = report.distinct_defects()
     assert framework.features == [("chat", "chat.errors.invalid_body"),
                                   ("chat", "chat.tools.choice_errors")]
     assert "HTTP 422" in framework.key
     assert crashed.features == [("chat", "chat.errors.malformed_json")]
     # one cause on another route is the same defect, seen there too
-    _fail(report, "responses.errors.malformed_json", _status(500), family="responses")
+    add_fail(report, "responses.errors.malformed_json", _status(500), family="responses")
     found = report.distinct_defects()
     assert len(found) == 2 and found[1].families == ["chat", "responses"]
     assert found[1].also_seen("chat", "chat.errors.malformed_json") == [
@@ -157,8 +139,8 @@ def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
     report = Report(target="t", profile="p")
     machine = ("event 2 (response.output_item.added): output_index None, expected the next "
                "index 0")
-    _fail(report, "responses.stream.event_order",
-          _failure("responses_event_order", machine), family="responses")
+    add_fail(report, "responses.stream.event_order",
+          raised("responses_event_order", machine), family="responses")
     response = {"id": "r", "object": "response", "status": "in_progress", "output": []}
     events = [{"type": "response.created", "response": response},
               {"type": "response.in_progress", "response": response},
@@ -170,13 +152,13 @@ def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
                      {"status": 200, "content_type": "text/event-stream", "events": [],
                       "_raw": raw}, "shape", "responses/count_stream", ("POST", "/v1/responses"))
     assert info.value.evidence["defect"].split(":")[0] == "responses_event_order"
-    _fail(report, "golden.responses.count_stream", info.value, family="responses")
+    add_fail(report, "golden.responses.count_stream", info.value, family="responses")
     # a golden whose client error got the wrong status counts with the error features
-    _fail(report, "chat.errors.malformed_json", _status(500, "malformed JSON"))
+    add_fail(report, "chat.errors.malformed_json", _status(500, "malformed JSON"))
     status = {"status": 400, "content_type": "application/json", "body": {}}
     with pytest.raises(ConformanceFailure) as info:
         check_golden(status, {**status, "status": 500}, "shape", "chat/error_malformed_json")
-    _fail(report, "golden.chat.error_malformed_json", info.value)
+    add_fail(report, "golden.chat.error_malformed_json", info.value)
     found = {d.key.split(":")[0]: d.features for d in report.distinct_defects()}
     assert found == {
         "error_status": [("chat", "chat.errors.malformed_json"),
@@ -189,15 +171,15 @@ def test_a_golden_counts_with_the_feature_made_for_its_defect() -> None:
 def test_a_refusal_is_one_defect_wherever_a_valid_request_met_it() -> None:
     said = '{"error": {"code": 400, "message": "logprobs is not supported with tools + stream"}}'
     report = Report(target="t", profile="p")
-    _fail(report, "chat.tools.stream.logprobs", _failure(
+    add_fail(report, "chat.tools.stream.logprobs", raised(
         "http_status", "expected HTTP 200, got 400", defect=refusal(400, said)))
     with pytest.raises(ConformanceFailure) as info:
         check_golden({"status": 200, "content_type": "text/event-stream", "events": []},
                      {"status": 400, "content_type": "application/json", "body": {},
                       "_raw": said}, "shape", "chat/tool_call_stream_logprobs")
-    _fail(report, "golden.chat.tool_call_stream_logprobs", info.value)
+    add_fail(report, "golden.chat.tool_call_stream_logprobs", info.value)
     other = '{"error": {"code": 400, "message": "previous_response_id is not supported"}}'
-    _fail(report, "chat.other", _failure("http_status", "expected HTTP 200, got 400",
+    add_fail(report, "chat.other", raised("http_status", "expected HTTP 200, got 400",
                                          defect=refusal(400, other)))
     found = report.distinct_defects()
     assert [len(d.features) for d in found] == [2, 1], found
@@ -218,34 +200,6 @@ def test_records_written_before_defects_were_kept_still_count() -> None:
            "message": "m", "evidence": {"source": "s"}}
     assert [d.features for d in distinct([old, {**old, "feature": "y"}])] == [
         [("chat", "x"), ("chat", "y")]]
-
-
-def _peer(name: str, failures: dict[str, str]) -> dict[str, object]:
-    report = Report(target="http://x", profile=name)
-    for feature, message in failures.items():
-        _fail(report, feature, _failure("chat_completion_body", message))
-    report.finish()
-    return pages.peer_document(report, {"name": name, "description": name, "version": "1"})
-
-
-def test_pages_count_and_list_each_defect_once(tmp_path: Path) -> None:
-    pages.write_peer(tmp_path, _peer("llama-server", {
-        "chat.json.body": LOGPROBS, "parity.chat.json": LOGPROBS,
-        "chat.stream.framing": "chunk 3 changes ['created'] within one stream"}))
-    pages.write_index(tmp_path)
-    index = (tmp_path / "index.md").read_text()
-    assert "distinct defects |" in index
-    # FAIL rows, one per defect: 2 rows (each citing its source) for 3 failing features
-    assert "| `llama-server` | 2 | 0 | 0 | 0 | 0 | 0 | 0 | 2 of 2 | " \
-        "[2](llama-server.md#distinct-defects) |" in index
-    page = (tmp_path / "llama-server.md").read_text()
-    assert '<a id="distinct-defects"></a>' in page and "## Distinct defects: 2" in page
-    row = next(line for line in page.splitlines() if line.startswith("| 1 |"))
-    assert LOGPROBS.replace("|", "\\|") in row
-    assert f"[chat.json.body](#{anchor('chat', 'chat.json.body')})" in row
-    assert f"[parity.chat.json](#{anchor('chat', 'parity.chat.json')})" in row
-    html = (tmp_path / "llama-server.html").read_text()
-    assert 'id="distinct-defects"' in html and "Distinct defects: 2" in html
 
 
 def test_a_body_that_is_not_json_is_one_defect_per_family() -> None:
@@ -300,19 +254,19 @@ def test_an_image_answered_500_is_one_defect_on_every_route() -> None:
 def test_an_ignored_field_is_one_defect_whichever_case_showed_it() -> None:
     """mlx-lm ignores ``n`` (one choice in a body, index 0 only in a stream) and
     ``tool_choice`` (none still calls, named and required do not): one defect each."""
-    n_body = _failure("chat_choices", "n=2 was answered with 1 choices", ignored=True,
+    n_body = raised("chat_choices", "n=2 was answered with 1 choices", ignored=True,
                       ignored_field="n")
-    n_stream = _failure("chat_choices", "n=2: the stream's choice indexes are [0], not 0..1",
+    n_stream = raised("chat_choices", "n=2: the stream's choice indexes are [0], not 0..1",
                         ignored=True, ignored_field="n")
-    none = _failure("tool_calls_finish_reason", "tool_choice none still produced a tool call",
+    none = raised("tool_calls_finish_reason", "tool_choice none still produced a tool call",
                     ignored=True, ignored_field="tool_choice")
-    forced = _failure("tool_call_declared", "tool_choice named answered without a tool call",
+    forced = raised("tool_call_declared", "tool_choice named answered without a tool call",
                       ignored=True, ignored_field="tool_choice")
     report = Report(target="t", profile="mlx-lm")
-    _fail(report, "chat.n.json", n_body)
-    _fail(report, "chat.n.stream", n_stream)
-    _fail(report, "chat.tools.choice_none", none)
-    _fail(report, "chat.tools.choice_forced", forced)
+    add_fail(report, "chat.n.json", n_body)
+    add_fail(report, "chat.n.stream", n_stream)
+    add_fail(report, "chat.tools.choice_none", none)
+    add_fail(report, "chat.tools.choice_forced", forced)
     found = report.distinct_defects()
     assert [d.features for d in found] == [
         [("chat", "chat.n.json"), ("chat", "chat.n.stream")],
@@ -405,80 +359,6 @@ def test_a_usage_chunk_with_choices_is_the_usage_rule_in_a_golden_too() -> None:
     assert golden_defect("completions/capital_stream_usage", diffs, 200, 200, "") == USAGE_FOLDED
 
 
-VLLM_422 = json.dumps({"detail": [{"loc": ["body", "response_format", "json_schema"],
-                                   "msg": "Field required", "type": "missing"}]})
-
-
-def _one_defect_everywhere() -> Report:
-    """vllm-mlx's 422 on `json_schema`, met by two routes' checks, field parity, a golden and
-    an OpenAI SDK round trip; and one other defect."""
-    report = Report(target="t", profile="vllm-mlx")
-    refused = _failure("http_status", "expected HTTP 200, got 422", defect=refusal(422, VLLM_422))
-    _fail(report, "chat.structured.json_schema", refused)
-    _fail(report, "responses.structured.json_schema", refused, family="responses")
-    _fail(report, "parity.chat.json", refused)
-    with pytest.raises(ConformanceFailure) as info:
-        check_golden({"status": 200, "content_type": "application/json", "body": {}},
-                     {"status": 422, "content_type": "application/json", "body": {},
-                      "_raw": VLLM_422}, "shape", "chat/json_schema")
-    _fail(report, "golden.chat.json_schema", info.value)
-    said = f"UnprocessableEntityError: Error code: 422 - {json.loads(VLLM_422)!r}"
-    report.add(Record("sdk-openai", "sdk.openai.structured", Verdict.FAIL,
-                      checks=["UnprocessableEntityError"], message=said,
-                      evidence={"source": "openai-python"}))
-    _fail(report, "chat.stream.framing",
-          _failure("sse_framing", "chunk 3 is not a data line"))
-    report.finish()
-    return report
-
-
-def test_one_defect_across_routes_and_forms_is_one_fail_row(tmp_path: Path) -> None:
-    """One FAIL row per defect: the matrix, the terminal, the summary, the HTML page and the
-    comparison page show FAIL rows / distinct defects = 1.0, the records keep all six."""
-    report = _one_defect_everywhere()
-    found = report.distinct_defects()
-    assert [len(d.features) for d in found] == [5, 1], [d.key for d in found]
-    assert found[0].families == ["chat", "responses", "sdk-openai"]
-    assert report.counts()[Verdict.FAIL] == 6  # every observation kept
-    assert report.summary_line().startswith("mlxcel-conformance: 0 PASS, 2 FAIL,")
-    assert "[FAIL: 2 contract, 0 extension, one per defect, seen in 6 features]" in \
-        report.summary_line()
-    assert report.to_dict()["summary"]["fail_rows"] == {"contract": 2, "extension": 0}
-    markdown = report.to_markdown()
-    rows = [line for line in markdown.splitlines() if line.startswith("| ")
-            and line.count(" | ") >= 4 and not line.startswith("| #")]
-    fail_rows = [row for row in rows if row.split(" | ")[1].startswith("FAIL")]
-    repeats = [row for row in rows if row.split(" | ")[1].startswith("repeat of #1")]
-    assert len(fail_rows) == len(found) == 2
-    assert len(repeats) == 4
-    first = next(row for row in fail_rows if row.startswith("| chat.structured.json_schema |"))
-    assert ("also seen in: chat parity.chat.json, chat golden.chat.json_schema, responses "
-            "responses.structured.json_schema, sdk-openai sdk.openai.structured") in first
-    assert all("counted once at chat chat.structured.json_schema" in row for row in repeats)
-    # the terminal: one FAIL line per defect, naming where else it was seen
-    lines = defect_lines(report.records)
-    assert len(lines) == 2 and lines[0].startswith("FAIL chat chat.structured.json_schema [")
-    assert "also seen in: chat parity.chat.json" in lines[0]
-    assert "also seen in" not in lines[1]
-    # the HTML page and the comparison page alike
-    html = render_report(report.to_dict())
-    assert html.count('class="v FAIL"') == 2 and html.count('class="v repeat"') == 4
-    pages.write_peer(tmp_path, pages.peer_document(report, {"name": "vllm-mlx",
-                                                            "description": "v", "version": "1"}))
-    pages.write_index(tmp_path)
-    index = (tmp_path / "index.md").read_text()
-    cells = [line.rsplit(" | ", 1)[-1] for line in index.splitlines()
-             if line.startswith(("| chat |", "| responses |", "| sdk-openai |"))]
-    assert sum(cell.startswith("[FAIL]") for cell in cells) == 2
-    assert sum(cell.startswith("[repeat of #1](vllm-mlx.md#") for cell in cells) == 4
-    page = (tmp_path / "vllm-mlx.md").read_text()
-    assert "### chat / parity.chat.json: repeat of #1" in page
-    assert "### chat / chat.structured.json_schema: FAIL" in page
-    index_html = (tmp_path / "index.html").read_text()
-    assert index_html.count('class="v repeat"') == 4 and index_html.count('class="v FAIL"') == 2
-    assert "| vllm-mlx | `vllm-mlx` | 2 | 0 | 0 | 0 | 0 | 0 | 0 | 2 of 2 |" in index
-
-
 def test_an_sdk_status_error_is_the_refusal_it_met() -> None:
     body = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
     sdk = entry("BadRequestError", f"BadRequestError: Error code: 400 - {body!r}", {}, "sdk-x")
@@ -493,10 +373,10 @@ def test_a_cut_response_ending_completed_is_one_defect_in_three_forms() -> None:
     """vllm-mlx ends a response cut by max_output_tokens with response.completed: the event
     machine (its status incomplete there), the feature's terminal check and a golden's."""
     response = {"id": "r", "object": "response", "status": "incomplete", "output": []}
-    machine = _failure("responses_event_order", "event 20 (response.completed): "
+    machine = raised("responses_event_order", "event 20 (response.completed): "
                        "response.status is 'incomplete', expected 'completed'",
                        defect=CUT_ENDS_COMPLETED)
-    feature = _failure("responses_event_order", "a length stop must end with "
+    feature = raised("responses_event_order", "a length stop must end with "
                        "response.incomplete", defect=CUT_ENDS_COMPLETED)
     want = [{"event": "response.created", "data": {"type": "response.created",
                                                    "response": response}},
@@ -603,7 +483,7 @@ def test_a_golden_whose_stream_ends_completed_when_cut_counts_with_the_feature()
     diffs = _state_machine_diffs("/v1/responses", events)
     assert diffs == [CUT_ENDS_COMPLETED]
     golden = golden_defect("responses/count_stream", diffs, 200, 200, "")
-    machine = _failure("responses_event_order", "event 20 (response.completed): "
+    machine = raised("responses_event_order", "event 20 (response.completed): "
                        "response.status is 'incomplete', expected 'completed'",
                        defect=CUT_ENDS_COMPLETED)
     assert entry("golden_transcript", "g", {"defect": golden})["key"] == \
