@@ -31,6 +31,7 @@ import pytest
 
 from .checks.robustness import (
     JUDGED_PASSES,
+    RSS_SLACK_BYTES,
     health_floor,
     memory_grew_every_pass,
     rss_allowed,
@@ -67,7 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rss-tolerance", type=float, default=0.10, metavar="FRACTION",
                     help="robustness: with --passes 4 or more, memory is a leak when every "
                     "pass after the first added more than this fraction of what the pass "
-                    "before it ended with, and 16 MiB (default: 0.10)")
+                    f"before it ended with, and {RSS_SLACK_BYTES // 2**20} MiB (default: 0.10)")
 
 
 class Problem(NamedTuple):
@@ -110,8 +111,9 @@ class WatchResult:
         if memory_grew_every_pass(self.rss_passes, self.tolerance):
             found.append(Problem("memory_bounded",
                                  f"memory grew in every pass after the first, each time by "
-                                 f"more than {self.tolerance:.0%} and 16 MiB (anonymous, the "
-                                 f"prompt cache emptied: {self._growth()})"))
+                                 f"more than {self.tolerance:.0%} and "
+                                 f"{RSS_SLACK_BYTES // 2**20} MiB (anonymous, the prompt "
+                                 f"cache emptied: {self._growth()})"))
         if self.server_errors:
             found.append(Problem("no_server_error",
                                  f"{sum(self.server_errors.values())} 5xx answers in the "
